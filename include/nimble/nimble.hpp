@@ -1,0 +1,5 @@
+// The whole nimble API: the runtime plus the compiler (link nimble::nimble).
+#pragma once
+
+#include "nimble/runtime.hpp"
+#include "nimble/target.hpp"

@@ -1,0 +1,79 @@
+// Intrusive reference counting for objects shared by handles (storage, and
+// later IR nodes and VM objects): one atomic counter in the object, no
+// separate control block, and a handle copy costs one atomic increment.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace nimble {
+
+/// Base of intrusively counted objects. Thread-safe counting; the object is
+/// deleted as the static type held by the last Ref, so a class deleted through
+/// a base-class Ref must have a virtual destructor.
+class RefCounted {
+ public:
+  RefCounted() = default;
+  RefCounted(const RefCounted&) = delete;
+  RefCounted& operator=(const RefCounted&) = delete;
+
+  [[nodiscard]] std::uint32_t use_count() const noexcept {
+    return count_.load(std::memory_order_relaxed);
+  }
+
+ protected:
+  ~RefCounted() = default;
+
+ private:
+  template <class T>
+  friend class Ref;
+  void retain() const noexcept { count_.fetch_add(1, std::memory_order_relaxed); }
+  // Returns true when this was the last reference.
+  bool release() const noexcept { return count_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+  mutable std::atomic<std::uint32_t> count_{0};
+};
+
+/// An owning handle to a RefCounted `T`; null by default.
+template <class T>
+class Ref {
+ public:
+  Ref() noexcept = default;
+  /// Adopts `ptr` (fresh from `new`, or already held by other Refs).
+  explicit Ref(T* ptr) noexcept : ptr_(ptr) {
+    if (ptr_) ptr_->retain();
+  }
+  Ref(const Ref& other) noexcept : Ref(other.ptr_) {}
+  Ref(Ref&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
+  template <class U>
+  Ref(const Ref<U>& other) noexcept : Ref(other.get()) {}  // NOLINT: implicit upcast
+  ~Ref() { reset(); }
+
+  Ref& operator=(Ref other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    return *this;
+  }
+
+  void reset() noexcept {
+    if (ptr_ && ptr_->release()) delete ptr_;
+    ptr_ = nullptr;
+  }
+
+  [[nodiscard]] T* get() const noexcept { return ptr_; }
+  T* operator->() const noexcept { return ptr_; }
+  T& operator*() const noexcept { return *ptr_; }
+  explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  friend bool operator==(const Ref& a, const Ref& b) noexcept { return a.ptr_ == b.ptr_; }
+
+ private:
+  T* ptr_ = nullptr;
+};
+
+/// Creates a `T` and returns the first Ref to it.
+template <class T, class... Args>
+[[nodiscard]] Ref<T> make_ref(Args&&... args) {
+  return Ref<T>(new T(std::forward<Args>(args)...));
+}
+
+}  // namespace nimble

@@ -1,0 +1,33 @@
+#include "nimble/runtime/storage.hpp"
+
+#include "support/check.hpp"
+
+namespace nimble {
+
+Ref<Storage> Storage::allocate(std::size_t nbytes, Device device) {
+  return allocate(nbytes, allocator_for(device));
+}
+
+Ref<Storage> Storage::allocate(std::size_t nbytes, Allocator& allocator) {
+  void* data = allocator.allocate(nbytes);
+  // If creating the handle throws (bad_alloc), give the block back.
+  try {
+    return Ref<Storage>(new Storage(data, nbytes, allocator.device(), &allocator));
+  } catch (...) {
+    allocator.deallocate(data, nbytes);
+    throw;
+  }
+}
+
+Ref<Storage> Storage::borrow(void* data, std::size_t nbytes, Device device) {
+  if (data == nullptr && nbytes != 0)
+    throw_error(ErrorKind::invalid_argument,
+                "borrowed memory: expected a non-null pointer for {} bytes, got nullptr", nbytes);
+  return Ref<Storage>(new Storage(data, nbytes, device, nullptr));
+}
+
+Storage::~Storage() {
+  if (allocator_) allocator_->deallocate(data_, nbytes_);
+}
+
+}  // namespace nimble

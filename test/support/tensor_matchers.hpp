@@ -1,0 +1,57 @@
+// Catch2 support for tensors: CHECK_THAT(actual, IsCloseTo(expected)), and
+// printing of tensors in failure messages.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+
+#include "nimble/error.hpp"
+#include "nimble/runtime/tensor.hpp"
+#include "nimble/runtime/tensor_compare.hpp"
+
+namespace nimble::testing {
+
+/// Matches a tensor of the same dtype and shape whose elements are within
+/// `tol` of `expected`; on failure, says what differs.
+class IsCloseTo : public Catch::MatcherBase<Tensor> {
+ public:
+  explicit IsCloseTo(Tensor expected, Tolerance tol = {})
+      : expected_(std::move(expected)), tol_(tol) {}
+
+  bool match(const Tensor& actual) const override {
+    mismatch_ = describe_mismatch(actual, expected_, tol_);
+    return !mismatch_;
+  }
+  std::string describe() const override {
+    return "is close to " + to_string(expected_) + (mismatch_ ? "\n  but " + *mismatch_ : "");
+  }
+
+ private:
+  Tensor expected_;
+  Tolerance tol_;
+  mutable std::optional<std::string> mismatch_;
+};
+
+}  // namespace nimble::testing
+
+namespace Catch {
+template <>
+struct StringMaker<nimble::Tensor> {
+  static std::string convert(const nimble::Tensor& t) { return nimble::to_string(t); }
+};
+}  // namespace Catch
+
+/// Checks that `expr` throws a nimble::Error of `kind` whose message is exactly `message`.
+#define CHECK_NIMBLE_ERROR(expr, error_kind, text)                                    \
+  do {                                                                                \
+    try {                                                                             \
+      static_cast<void>(expr);                                                        \
+      FAIL_CHECK("expected nimble::Error(" << nimble::to_string(error_kind)            \
+                                           << ") from: " #expr);                      \
+    } catch (const nimble::Error& e) {                                                \
+      CHECK(nimble::to_string(e.kind()) == nimble::to_string(error_kind));            \
+      CHECK(e.message() == (text));                                                   \
+    }                                                                                 \
+  } while (false)
