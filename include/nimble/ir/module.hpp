@@ -48,12 +48,19 @@ class Module {
 
 // --- Text form ---------------------------------------------------------------------
 
+struct PrintOptions {
+  /// Append each let's inferred type as a comment ("// f32[?, 512]"), and
+  /// each function's inferred type after its header, when inference has run.
+  bool show_types = false;
+};
+
 /// The module as IR text. print(parse(print(m))) == print(m).
-[[nodiscard]] std::string print(const Module& module);
+[[nodiscard]] std::string print(const Module& module, const PrintOptions& options = {});
 /// One expression as IR text (for messages and tests).
-[[nodiscard]] std::string print(const Expr& expr);
+[[nodiscard]] std::string print(const Expr& expr, const PrintOptions& options = {});
 /// Parses IR text. A syntax error is Error(parse_error) naming
-/// "<file>:<line>:<column>", what was expected and what was found.
+/// "<file>:<line>:<column>", what was expected and what was found. Nodes
+/// record their position; `file_name` must outlive the module (a literal).
 [[nodiscard]] Module parse(std::string_view text, const char* file_name = "<text>");
 
 // --- Checks --------------------------------------------------------------------------
