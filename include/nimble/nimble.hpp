@@ -2,4 +2,6 @@
 #pragma once
 
 #include "nimble/runtime.hpp"
+#include "nimble/builder.hpp"
+#include "nimble/ir/module.hpp"
 #include "nimble/target.hpp"

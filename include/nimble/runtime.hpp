@@ -11,4 +11,5 @@
 #include "nimble/runtime/tensor.hpp"
 #include "nimble/runtime/tensor_compare.hpp"
 #include "nimble/runtime/tensor_format.hpp"
+#include "nimble/runtime/value.hpp"
 #include "nimble/version.hpp"

@@ -1,0 +1,116 @@
+#include "nimble/runtime/value.hpp"
+
+#include <fmt/format.h>
+
+#include "support/check.hpp"
+
+namespace nimble {
+
+class ValueNode final : public RefCounted {
+ public:
+  ValueNode(Value::Kind k, Tensor t, std::vector<Value> f, std::uint32_t tag_)
+      : kind(k), tensor(std::move(t)), fields(std::move(f)), tag(tag_) {}
+
+  // Tears down the fields of nodes that die with this one using a work list,
+  // so that a list of a million elements does not overflow the stack.
+  ~ValueNode() {
+    std::vector<Value> work = std::move(fields);
+    while (!work.empty()) {
+      Value v = std::move(work.back());
+      work.pop_back();
+      if (v.node_ && v.node_->use_count() == 1) {
+        for (Value& f : v.node_->fields) work.push_back(std::move(f));
+        v.node_->fields.clear();
+      }
+    }
+  }
+
+  const Value::Kind kind;
+  const Tensor tensor;
+  std::vector<Value> fields;  // mutable only for the teardown above
+  const std::uint32_t tag;
+};
+
+namespace {
+std::string_view kind_name(Value::Kind k) {
+  switch (k) {
+    case Value::Kind::tensor: return "a tensor";
+    case Value::Kind::tuple: return "a tuple";
+    case Value::Kind::adt: return "an ADT value";
+  }
+  return "?";
+}
+}  // namespace
+
+Value::Value() noexcept = default;
+Value::Value(const Value&) noexcept = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) noexcept = default;
+Value& Value::operator=(Value&&) noexcept = default;
+Value::~Value() = default;
+Value::Value(Ref<ValueNode> node) noexcept : node_(std::move(node)) {}
+
+Value::Value(Tensor tensor)
+    : node_(make_ref<ValueNode>(Kind::tensor, std::move(tensor), std::vector<Value>{}, 0)) {
+  if (!node_->tensor.defined())
+    throw_error(ErrorKind::invalid_argument, "Value: expected a defined tensor");
+}
+
+Value Value::tuple(std::vector<Value> fields) {
+  for (const Value& f : fields)
+    if (!f.defined()) throw_error(ErrorKind::invalid_argument, "Value::tuple: a field is undefined");
+  return Value(make_ref<ValueNode>(Kind::tuple, Tensor(), std::move(fields), 0));
+}
+
+Value Value::adt(std::uint32_t tag, std::vector<Value> fields) {
+  for (const Value& f : fields)
+    if (!f.defined()) throw_error(ErrorKind::invalid_argument, "Value::adt: a field is undefined");
+  return Value(make_ref<ValueNode>(Kind::adt, Tensor(), std::move(fields), tag));
+}
+
+Value::Kind Value::kind() const {
+  if (!node_) throw_error(ErrorKind::invalid_argument, "Value: the value is undefined");
+  return node_->kind;
+}
+
+bool Value::is_tensor() const noexcept { return node_ && node_->kind == Kind::tensor; }
+
+const Tensor& Value::tensor() const {
+  if (kind() != Kind::tensor)
+    throw_error(ErrorKind::type_error, "Value: expected a tensor, got {}", kind_name(kind()));
+  return node_->tensor;
+}
+
+std::span<const Value> Value::fields() const {
+  if (kind() == Kind::tensor)
+    throw_error(ErrorKind::type_error, "Value: expected a tuple or an ADT value, got a tensor");
+  return node_->fields;
+}
+
+const Value& Value::operator[](std::size_t i) const {
+  const auto f = fields();
+  if (i >= f.size())
+    throw_error(ErrorKind::out_of_range, "Value: field {} is out of range for {} with {} fields",
+                i, kind_name(kind()), f.size());
+  return f[i];
+}
+
+std::uint32_t Value::tag() const {
+  if (kind() != Kind::adt)
+    throw_error(ErrorKind::type_error, "Value: expected an ADT value, got {}", kind_name(kind()));
+  return node_->tag;
+}
+
+std::string to_string(const Value& value) {
+  if (!value.defined()) return "<undefined>";
+  if (value.is_tensor()) return to_string(value.tensor());
+  std::string out = value.kind() == Value::Kind::adt ? fmt::format("#{}(", value.tag()) : "(";
+  const auto fields = value.fields();
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ", ";
+    out += to_string(fields[i]);
+  }
+  return out + ")";
+}
+
+}  // namespace nimble
