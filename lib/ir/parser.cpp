@@ -7,6 +7,23 @@
 //   2. the `type` definitions themselves (so that expressions can use any
 //      constructor),
 //   3. the functions, skipping the `type` definitions read in sweep 2.
+// The grammar (what printer.cpp writes; `//` comments are skipped):
+//   module  := (adt | def)*
+//   adt     := 'type' NAME ['<' NAME {',' NAME} '>'] '{' [ctor {',' ctor}] '}'
+//   ctor    := NAME ['(' type {',' type} ')']
+//   def     := ['entry'] 'def' '@'NAME params ['->' type] '{' expr '}'
+//   params  := '(' ['%'NAME ':' type {',' ...}] ')'
+//   type    := DTYPE '[' [dim {',' dim}] ']' | '(' tuple ')' | 'fn' '(' types ')' '->' type
+//            | ADT ['<' types '>'] | TYPE_PARAM           (dim := INT | '?' | NAME ['<=' INT])
+//   expr    := 'let' '%'NAME [':' type] '=' expr ';' expr | postfix
+//   postfix := primary { '(' [args] [attr {',' attr}] ')' | '.'INT }
+//   primary := '%'NAME | '@'NAME | OP | CTOR | literal | 'const' type '[' numbers ']'
+//            | 'const' type '[' number ';' count ']'
+//            | '(' tuple ')' | 'if' '(' expr ')' '{' expr '}' 'else' '{' expr '}'
+//            | 'match' '(' expr ')' '{' pattern '=>' '{' expr '}' {',' ...} '}'
+//            | 'fn' params ['->' type] '{' expr '}'
+//   pattern := '_' | '%'NAME [':' type] | CTOR ['(' pattern {',' pattern} ')'] | '(' tuple ')'
+//   tuple   := '' | item ',' | item {',' item}   (a single item without ',' is grouping)
 // Every problem with the text is Error(parse_error) "<file>:<line>:<col>: ...",
 // most of them "expected <what>, got <found>". The parser never trusts the
 // input: literals are range-checked, and nesting deeper than kMaxNesting is
@@ -42,14 +59,14 @@ constexpr int kMaxNesting = 1000;
 // --- Tokens -----------------------------------------------------------------------
 
 enum class Tok : std::uint8_t {
-  end,         ///< end of input
-  invalid,     ///< text that starts no token; Token::problem says why
-  name,        ///< identifier or keyword: let, Cons, f32, add, _
-  local,       ///< %x
-  global,      ///< @f
-  number,      ///< -12, 0.5e-3, 1i64 (numeric part, then an optional dtype suffix)
-  string,      ///< "text" (quotes and escapes as written)
-  field,       ///< .0 (a projection)
+  end,      ///< end of input
+  invalid,  ///< text that starts no token; Token::problem says why
+  name,     ///< identifier or keyword: let, Cons, f32, add, _
+  local,    ///< %x
+  global,   ///< @f
+  number,   ///< -12, 0.5e-3, 1i64 (numeric part, then an optional dtype suffix)
+  string,   ///< "text" (quotes and escapes as written)
+  field,    ///< .0 (a projection)
   lparen,
   rparen,
   lbrace,
@@ -78,10 +95,18 @@ struct Token {
   std::string problem;            ///< invalid: "expected ..., got ..." (no position)
 };
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_ident_char(char c) {
+  return is_ident_start(c) || is_digit(c);
+}
+bool is_hex_digit(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 /// `text` as it appears in a message: non-printable bytes escaped, long
 /// tokens shortened.
@@ -215,10 +240,10 @@ Token Lexer::next_token() {
     }
   }
   static constexpr std::pair<char, Tok> kOneChar[] = {
-      {'(', Tok::lparen},    {')', Tok::rparen},   {'{', Tok::lbrace},   {'}', Tok::rbrace},
-      {'[', Tok::lbracket},  {']', Tok::rbracket}, {'<', Tok::langle},   {'>', Tok::rangle},
-      {',', Tok::comma},     {':', Tok::colon},    {';', Tok::semicolon}, {'=', Tok::equal},
-      {'-', Tok::minus},     {'?', Tok::question}};
+      {'(', Tok::lparen},   {')', Tok::rparen},   {'{', Tok::lbrace},    {'}', Tok::rbrace},
+      {'[', Tok::lbracket}, {']', Tok::rbracket}, {'<', Tok::langle},    {'>', Tok::rangle},
+      {',', Tok::comma},    {':', Tok::colon},    {';', Tok::semicolon}, {'=', Tok::equal},
+      {'-', Tok::minus},    {'?', Tok::question}};
   for (const auto& [spelling, kind] : kOneChar) {
     if (c == spelling) {
       advance();
@@ -240,8 +265,9 @@ Token Lexer::lex_number() {
     advance();
     while (is_digit(peek())) advance();
   }
-  const bool exponent = (peek() == 'e' || peek() == 'E') &&
-                        (is_digit(peek(1)) || ((peek(1) == '+' || peek(1) == '-') && is_digit(peek(2))));
+  const bool exponent =
+      (peek() == 'e' || peek() == 'E') &&
+      (is_digit(peek(1)) || ((peek(1) == '+' || peek(1) == '-') && is_digit(peek(2))));
   if (exponent) {
     advance();
     if (peek() == '+' || peek() == '-') advance();
@@ -270,8 +296,9 @@ Token Lexer::lex_string() {
       const bool hex = e == 'x' && is_hex_digit(peek(2)) && is_hex_digit(peek(3));
       if (!simple && !hex) {
         const std::string_view shown = text_.substr(pos_, at_end(1) ? 1 : 2);
-        return invalid(fmt::format(
-            "expected an escape sequence (\\\", \\\\, \\n, \\t or \\xNN), got '{}'", printable(shown)));
+        return invalid(
+            fmt::format("expected an escape sequence (\\\", \\\\, \\n, \\t or \\xNN), got '{}'",
+                        printable(shown)));
       }
       advance();
       if (hex) {
@@ -290,7 +317,8 @@ Token Lexer::lex_sigil_name(Tok kind, const char* what) {
   const std::uint32_t line = line_;
   const std::uint32_t column = column_;
   advance();  // the sigil
-  if (!is_ident_char(peek())) return invalid(fmt::format("expected {}, got {}", what, describe_here()));
+  if (!is_ident_char(peek()))
+    return invalid(fmt::format("expected {}, got {}", what, describe_here()));
   while (is_ident_char(peek())) advance();
   return make(kind, start, line, column);
 }
@@ -368,8 +396,8 @@ struct LetBinding {
   SourceLoc where;
 };
 
-/// Recursive descent over the tokens of one module. See the grammar in
-/// include/nimble/ir/module.hpp's print() and the file comment above.
+/// Recursive descent over the tokens of one module (grammar in the file
+/// comment).
 class Parser {
  public:
   Parser(std::vector<Token> tokens, const char* file) : tokens_(std::move(tokens)), file_(file) {}
@@ -433,7 +461,8 @@ class Parser {
   // Errors.
   [[nodiscard]] SourceLoc loc(const Token& t) const { return {file_, t.line, t.column}; }
   [[noreturn, gnu::noinline]] void fail(const Token& at_token, std::string_view message) const;
-  [[noreturn, gnu::noinline]] void fail_expected_at(const Token& found, std::string_view what) const;
+  [[noreturn, gnu::noinline]] void fail_expected_at(const Token& found,
+                                                    std::string_view what) const;
   [[noreturn]] void fail_expected(std::string_view what) const { fail_expected_at(peek(), what); }
   /// "unknown <what> '<name>'".
   [[noreturn, gnu::noinline]] void fail_unknown(const Token& name, std::string_view what) const;
@@ -506,8 +535,9 @@ class Parser {
   int depth_ = 0;
   Module module_;
   std::unordered_set<std::string_view> adt_names_;
-  std::unordered_map<std::size_t, std::size_t> adt_extent_;  // token index of `type` -> after its `}`
-  std::vector<std::string_view> type_params_;                 // of the ADT being read
+  std::unordered_map<std::size_t, std::size_t>
+      adt_extent_;                             // token index of `type` -> after its `}`
+  std::vector<std::string_view> type_params_;  // of the ADT being read
   std::unordered_map<std::string_view, std::vector<Expr>> scope_;
   std::vector<std::string_view> scope_log_;
 };
@@ -644,7 +674,8 @@ void Parser::parse_adt() {
   parse_list(Tok::rbrace, "'}'", [&] { ctors.push_back(parse_constructor_def()); });
   type_params_.clear();
   try {
-    module_.add_adt(make_ref<AdtDefNode>(std::string(name.text), std::move(params), std::move(ctors)));
+    module_.add_adt(
+        make_ref<AdtDefNode>(std::string(name.text), std::move(params), std::move(ctors)));
   } catch (const Error& e) {
     fail(name, e.message());
   }
@@ -756,8 +787,8 @@ Dim Parser::parse_dim() {
 
 std::int64_t Parser::parse_dim_value(std::string_view what) {
   const Token& t = peek();
-  const bool plain = t.kind == Tok::number && t.number_length == t.text.size() && t.text[0] != '-' &&
-                     has_integer_syntax(t.text);
+  const bool plain = t.kind == Tok::number && t.number_length == t.text.size() &&
+                     t.text[0] != '-' && has_integer_syntax(t.text);
   const auto value = plain ? parse_whole<std::int64_t>(t.text) : std::nullopt;
   if (!value) fail_expected(what);
   next();
@@ -779,9 +810,14 @@ Expr Parser::parse_let_chain() {
   const std::size_t mark = scope_mark();
   while (at_keyword("let")) {
     LetBinding& binding = bindings.emplace_back(parse_let_head());
+    // A closure may call itself through the let's variable (a local loop, as
+    // the builder makes them, and as the verifier allows); any other value
+    // sees only the enclosing scope.
+    const bool recursive = at_keyword("fn");
+    if (recursive) bind(binding.name, binding.v);
     binding.value = parse_expr();
     expect(Tok::semicolon, "';'");
-    bind(binding.name, binding.v);  // after the value: a let does not see its own variable
+    if (!recursive) bind(binding.name, binding.v);
   }
   Expr body = parse_postfix();
   unbind_to(mark);
@@ -799,7 +835,9 @@ LetBinding Parser::parse_let_head() {
   } else if (!accept(Tok::equal)) {
     fail_expected("':' or '='");
   }
-  return {name.text.substr(1), var(std::string(name.text.substr(1)), annotation, loc(name)), {},
+  return {name.text.substr(1),
+          var(std::string(name.text.substr(1)), annotation, loc(name)),
+          {},
           loc(let_token)};
 }
 
@@ -830,13 +868,21 @@ Expr Parser::parse_postfix() {
 Expr Parser::parse_primary() {
   const Token& t = peek();
   switch (t.kind) {
-    case Tok::local: return lookup(next());
-    case Tok::global: return parse_global();
-    case Tok::number: next(); return parse_scalar_literal(t);
-    case Tok::minus: return parse_negative_literal();
-    case Tok::lparen: return parse_paren_expr();
-    case Tok::name: return parse_named();
-    default: fail_expected("an expression");
+    case Tok::local:
+      return lookup(next());
+    case Tok::global:
+      return parse_global();
+    case Tok::number:
+      next();
+      return parse_scalar_literal(t);
+    case Tok::minus:
+      return parse_negative_literal();
+    case Tok::lparen:
+      return parse_paren_expr();
+    case Tok::name:
+      return parse_named();
+    default:
+      fail_expected("an expression");
   }
 }
 
@@ -998,15 +1044,15 @@ Expr Parser::parse_closure() {
 }
 
 /// `const f32[2, 2] [1, 2, 3, 4]`: a tensor type with static dims, then the
-/// elements in row-major order.
+/// elements in row-major order; or `const f32[1, 512] [0; 512]`: one value
+/// repeated.
 Expr Parser::parse_tensor_constant() {
   const Token& keyword = next();
   const Token& type_token = peek();
   const Type type = parse_type();
   const auto* tensor = type.as<TensorTypeNode>();
-  const bool is_static =
-      tensor && std::all_of(tensor->shape.begin(), tensor->shape.end(),
-                            [](const Dim& d) { return d.is_fixed(); });
+  const bool is_static = tensor && std::all_of(tensor->shape.begin(), tensor->shape.end(),
+                                               [](const Dim& d) { return d.is_fixed(); });
   if (!is_static)
     fail(type_token,
          fmt::format("expected a tensor type with static dims, got '{}'", to_string(type)));
@@ -1021,14 +1067,30 @@ Expr Parser::parse_tensor_constant() {
   const Token& open = expect(Tok::lbracket, "'['");
   std::vector<std::byte> bytes;
   std::int64_t count = 0;
-  parse_list(Tok::rbracket, "']'", [&] {
+  if (peek().kind != Tok::rbracket && peek(1).kind == Tok::semicolon) {
+    // `[v; n]`: n copies of one value (a splat).
     append_element(bytes, tensor->dtype);
-    ++count;
-  });
+    next();
+    const Token& count_token = peek();
+    const auto copies = take_plain_number();
+    if (!copies || !has_integer_syntax(*copies)) fail_expected_at(count_token, "a count");
+    count = parse_integer(*copies, count_token);
+    expect(Tok::rbracket, "']'");
+    if (count == numel) {
+      const std::vector<std::byte> one = bytes;
+      for (std::int64_t i = 1; i < count; ++i) bytes.insert(bytes.end(), one.begin(), one.end());
+    }
+  } else {
+    parse_list(Tok::rbracket, "']'", [&] {
+      append_element(bytes, tensor->dtype);
+      ++count;
+    });
+  }
   if (count != numel)
     fail(open, fmt::format("expected {} values for {}, got {}", numel, to_string(type), count));
-  return constant(Tensor::from_bytes(Shape(std::span<const std::int64_t>(dims)), tensor->dtype, bytes),
-                  loc(keyword));
+  return constant(
+      Tensor::from_bytes(Shape(std::span<const std::int64_t>(dims)), tensor->dtype, bytes),
+      loc(keyword));
 }
 
 /// `1i64`, `-0.5f32`: a number with a dtype suffix.
@@ -1129,8 +1191,11 @@ void Parser::append_number(std::vector<std::byte>& out, std::string_view number,
                            const Token& at_token) {
   const std::string_view name = nimble::to_string(dtype);
   if (is_integer(dtype)) {
-    const auto value = has_integer_syntax(number) ? parse_whole<std::int64_t>(number) : std::nullopt;
-    const auto fits = [&](auto lowest, auto highest) { return *value >= lowest && *value <= highest; };
+    const auto value =
+        has_integer_syntax(number) ? parse_whole<std::int64_t>(number) : std::nullopt;
+    const auto fits = [&](auto lowest, auto highest) {
+      return *value >= lowest && *value <= highest;
+    };
     bool ok = value.has_value();
     if (ok && dtype == DType::i8) ok = fits(INT8_MIN, INT8_MAX);
     if (ok && dtype == DType::i32) ok = fits(INT32_MIN, INT32_MAX);
@@ -1148,7 +1213,8 @@ void Parser::append_number(std::vector<std::byte>& out, std::string_view number,
     special = negative ? -special : special;
   }
   if (dtype == DType::f64) {
-    const auto value = is_special_float(number) ? std::optional(special) : parse_whole<double>(number);
+    const auto value =
+        is_special_float(number) ? std::optional(special) : parse_whole<double>(number);
     if (!value) fail_expected_at(at_token, "a number in the range of f64");
     append_bytes(out, *value);
     return;
@@ -1159,7 +1225,8 @@ void Parser::append_number(std::vector<std::byte>& out, std::string_view number,
   const auto value = is_special_float(number) ? std::optional(static_cast<float>(special))
                                               : parse_whole<float>(number);
   bool ok = value.has_value();
-  if (ok && dtype == DType::f16) ok = !std::isfinite(*value) || std::isfinite(static_cast<float>(Half(*value)));
+  if (ok && dtype == DType::f16)
+    ok = !std::isfinite(*value) || std::isfinite(static_cast<float>(Half(*value)));
   if (ok && dtype == DType::bf16)
     ok = !std::isfinite(*value) || std::isfinite(static_cast<float>(BFloat16(*value)));
   if (!ok) fail_expected_at(at_token, fmt::format("a number in the range of {}", name));

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -31,10 +33,18 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
           out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
@@ -55,19 +65,37 @@ std::string attr_text(const AttrValue& value) {
 /// (fmt prints inf, -inf, nan and -nan for the special values).
 std::string element_text(const Tensor& t, std::int64_t i) {
   switch (t.dtype()) {
-    case DType::f32: return fmt::format("{}", t.data<float>()[i]);
-    case DType::f64: return fmt::format("{}", t.data<double>()[i]);
-    case DType::f16: return fmt::format("{}", static_cast<float>(t.data<Half>()[i]));
-    case DType::bf16: return fmt::format("{}", static_cast<float>(t.data<BFloat16>()[i]));
-    case DType::i8: return std::to_string(t.data<std::int8_t>()[i]);
-    case DType::i32: return std::to_string(t.data<std::int32_t>()[i]);
-    case DType::i64: return std::to_string(t.data<std::int64_t>()[i]);
-    case DType::boolean: return t.data<bool>()[i] ? "true" : "false";
+    case DType::f32:
+      return fmt::format("{}", t.data<float>()[i]);
+    case DType::f64:
+      return fmt::format("{}", t.data<double>()[i]);
+    case DType::f16:
+      return fmt::format("{}", static_cast<float>(t.data<Half>()[i]));
+    case DType::bf16:
+      return fmt::format("{}", static_cast<float>(t.data<BFloat16>()[i]));
+    case DType::i8:
+      return std::to_string(t.data<std::int8_t>()[i]);
+    case DType::i32:
+      return std::to_string(t.data<std::int32_t>()[i]);
+    case DType::i64:
+      return std::to_string(t.data<std::int64_t>()[i]);
+    case DType::boolean:
+      return t.data<bool>()[i] ? "true" : "false";
   }
   return "";
 }
 
 /// `1i64`, `0.5f32`, `true` for a scalar; `const f32[2] [1, 2]` otherwise.
+// Whether every element has the bytes of the first (printed as `[v; n]`).
+bool is_splat(const Tensor& t) {
+  if (t.numel() < 2) return false;
+  const auto* bytes = static_cast<const std::byte*>(t.raw_data());
+  const std::size_t size = dtype_size(t.dtype());
+  for (std::int64_t i = 1; i < t.numel(); ++i)
+    if (std::memcmp(bytes, bytes + static_cast<std::size_t>(i) * size, size) != 0) return false;
+  return true;
+}
+
 std::string constant_text(const Tensor& t) {
   if (t.rank() == 0) {
     std::string text = element_text(t, 0);
@@ -76,6 +104,7 @@ std::string constant_text(const Tensor& t) {
   }
   std::vector<Dim> dims(t.shape().begin(), t.shape().end());
   std::string text = fmt::format("const {} [", to_string(tensor_type(std::move(dims), t.dtype())));
+  if (is_splat(t)) return fmt::format("{}{}; {}]", text, element_text(t, 0), t.numel());
   for (std::int64_t i = 0; i < t.numel(); ++i) {
     if (i) text += ", ";
     text += element_text(t, i);
@@ -98,8 +127,10 @@ bool is_postfix_operand(const Expr& e) {
     case ExprKind::call:
     case ExprKind::tuple:
     case ExprKind::tuple_get:
-    case ExprKind::let: return true;
-    default: return false;
+    case ExprKind::let:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -270,12 +301,24 @@ void Printer::print_body(const Expr& body) {
 
 void Printer::print_expr(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::var: out_ += '%' + name_of(e.as<VarNode>()); return;
-    case ExprKind::constant: out_ += constant_text(e.as<ConstantNode>()->value); return;
-    case ExprKind::global_var: out_ += '@' + e.as<GlobalVarNode>()->name; return;
-    case ExprKind::op: out_ += e.as<OpNode>()->def->name; return;
-    case ExprKind::constructor: out_ += e.as<ConstructorNode>()->def().name; return;
-    case ExprKind::call: print_call(*e.as<CallNode>()); return;
+    case ExprKind::var:
+      out_ += '%' + name_of(e.as<VarNode>());
+      return;
+    case ExprKind::constant:
+      out_ += constant_text(e.as<ConstantNode>()->value);
+      return;
+    case ExprKind::global_var:
+      out_ += '@' + e.as<GlobalVarNode>()->name;
+      return;
+    case ExprKind::op:
+      out_ += e.as<OpNode>()->def->name;
+      return;
+    case ExprKind::constructor:
+      out_ += e.as<ConstructorNode>()->def().name;
+      return;
+    case ExprKind::call:
+      print_call(*e.as<CallNode>());
+      return;
     case ExprKind::let:
       // Not in a body position: parenthesized, so that what follows the
       // body (`,`, `;`, `)`) cannot be read as part of it.
@@ -286,7 +329,9 @@ void Printer::print_expr(const Expr& e) {
       start_line();
       out_ += ')';
       return;
-    case ExprKind::if_: print_if(*e.as<IfNode>()); return;
+    case ExprKind::if_:
+      print_if(*e.as<IfNode>());
+      return;
     case ExprKind::tuple: {
       const auto& fields = e.as<TupleNode>()->fields;
       out_ += '(';
@@ -303,8 +348,12 @@ void Printer::print_expr(const Expr& e) {
       out_ += fmt::format(".{}", get->index);
       return;
     }
-    case ExprKind::function: print_closure(*e.as<FunctionNode>()); return;
-    case ExprKind::match: print_match(*e.as<MatchNode>()); return;
+    case ExprKind::function:
+      print_closure(*e.as<FunctionNode>());
+      return;
+    case ExprKind::match:
+      print_match(*e.as<MatchNode>());
+      return;
   }
 }
 
@@ -368,8 +417,12 @@ void Printer::print_closure(const FunctionNode& fn) {
 
 void Printer::print_pattern(const Pattern& p) {
   switch (p.kind()) {
-    case PatternKind::wildcard: out_ += '_'; return;
-    case PatternKind::var: print_binding(p.as<PatternVarNode>()->var); return;
+    case PatternKind::wildcard:
+      out_ += '_';
+      return;
+    case PatternKind::var:
+      print_binding(p.as<PatternVarNode>()->var);
+      return;
     case PatternKind::constructor: {
       const auto* c = p.as<PatternConstructorNode>();
       out_ += c->ctor.as<ConstructorNode>()->def().name;

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "models/bert.hpp"
 #include "models/lstm.hpp"
 #include "models/tree_lstm.hpp"
@@ -197,4 +199,24 @@ TEST_CASE("builder misuse is reported", "[ir]") {
   CHECK_THROWS_AS(c.def("f", {{"x", f32({1})}}, [&](Expr x, Expr y) { return add(x, y); }),
                   Error);  // the lambda takes 2 arguments, the function has 1
   CHECK_THROWS_AS(c.list()["Snoc"], Error);
+}
+
+TEST_CASE("host-side ADT values: build a tree, read it back", "[ir]") {
+  Builder b;
+  models::build_tree_lstm(b);
+  const Adt tree(b.module().find_adt("Tree"));
+  const Constructor leaf = tree["Leaf"], node = tree["Node"];
+  auto l = [&](std::int64_t j) { return leaf.value({Tensor::scalar(j)}); };
+  // The W2 tree for n = 8 of workloads.md: ((0, (((1, 2), 3), 4)), ((5, 6), 7)).
+  const Value t = node.value({node.value({l(0), node.value({node.value({node.value({l(1), l(2)}),
+                                                                       l(3)}),
+                                                           l(4)})}),
+                              node.value({node.value({l(5), l(6)}), l(7)})});
+  // Read it back as text, in the notation of workloads.md.
+  std::function<std::string(const Value&)> show = [&](const Value& v) -> std::string {
+    if (leaf.made(v)) return std::to_string(v[0].tensor().at<std::int64_t>({}));
+    return fmt::format("({}, {})", show(v[0]), show(v[1]));
+  };
+  CHECK(show(t) == "((0, (((1, 2), 3), 4)), ((5, 6), 7))");
+  CHECK_NIMBLE_ERROR(leaf.value({}), ErrorKind::invalid_argument, "Leaf: expected 1 fields, got 0");
 }

@@ -23,7 +23,9 @@ const char* const kFile = "test.nir";
 
 /// print(parse(text)); the text of every round-trip case is already in
 /// printed form, so this must give it back unchanged.
-std::string reprint(const std::string& text) { return print(parse(text, kFile)); }
+std::string reprint(const std::string& text) {
+  return print(parse(text, kFile));
+}
 
 void check_round_trip(const std::string& text) {
   const std::string once = reprint(text);
@@ -68,10 +70,10 @@ TEST_CASE("print: a module built with the constructors, golden", "[ir]") {
   const Expr t0 = var("0");
   const Expr s = var("s", tensor_type({Dim("n"), 1}, DType::f32));
   const Expr dense_call = call(op_ref(ops::dense()), {x, w, b});
-  const Expr sum_call =
-      call(op_ref(ops::sum()), {t0}, Attrs{{"axes", std::vector<std::int64_t>{1}}, {"keepdims", true}});
+  const Expr sum_call = call(op_ref(ops::sum()), {t0},
+                             Attrs{{"axes", std::vector<std::int64_t>{1}}, {"keepdims", true}});
   m.add_function("main", function({x, w, b}, tensor_type({Dim("n"), 1}, DType::f32),
-                                   let(t0, dense_call, let(s, sum_call, s))));
+                                  let(t0, dense_call, let(s, sum_call, s))));
   m.add_entry("main");
 
   // def @sum_list(%xs, %acc): recursion over a List; the inner %acc is a
@@ -83,9 +85,10 @@ TEST_CASE("print: a module built with the constructors, golden", "[ir]") {
   const Expr acc2 = var("acc");
   const Expr recurse = call(global_var("sum_list"), {tail, acc2});
   const Expr body = match(
-      xs, {Clause{pattern_constructor(constructor(list, "Nil"), {}), acc},
-           Clause{pattern_constructor(constructor(list, "Cons"), {pattern_var(h), pattern_var(tail)}),
-                  let(acc2, call(op_ref(ops::add()), {acc, h}), recurse)}});
+      xs,
+      {Clause{pattern_constructor(constructor(list, "Nil"), {}), acc},
+       Clause{pattern_constructor(constructor(list, "Cons"), {pattern_var(h), pattern_var(tail)}),
+              let(acc2, call(op_ref(ops::add()), {acc, h}), recurse)}});
   m.add_function("sum_list", function({xs, acc}, scalar_type(DType::f32), body));
 
   // def @consts(): constants, a tuple and a projection.
@@ -149,7 +152,8 @@ TEST_CASE("print: distinct variables with one name get distinct names", "[ir]") 
   const Expr x2 = var("x_1", scalar_type(DType::f32));
   const Expr x3 = var("x");
   const Expr x4 = var("x");
-  const Expr body = let(x3, x2, let(x4, call(op_ref(ops::add()), {x1, x3}), tuple({x1, x2, x3, x4})));
+  const Expr body =
+      let(x3, x2, let(x4, call(op_ref(ops::add()), {x1, x3}), tuple({x1, x2, x3, x4})));
   Module m;
   m.add_function("f", function({x1, x2}, {}, body));
   const std::string expected =
@@ -172,8 +176,8 @@ TEST_CASE("print: lets and closures outside body positions are parenthesized", "
   const Expr a = var("a", scalar_type(DType::i64));
   const Expr b = var("b");
   const Expr y = var("y", scalar_type(DType::i64));
-  const Expr inner = let(b, a, b);                              // a let as a call argument
-  const Expr closure = function({y}, {}, y);                     // a closure as a callee
+  const Expr inner = let(b, a, b);            // a let as a call argument
+  const Expr closure = function({y}, {}, y);  // a closure as a callee
   const Expr body = call(op_ref(ops::add()), {inner, call(closure, {a})});
   Module m;
   m.add_function("f", function({a}, {}, body));
@@ -267,8 +271,8 @@ TEST_CASE("round trip: ADTs and types", "[ir]") {
   const AdtDef& pair = m.adts()[0];
   CHECK(pair->type_params == std::vector<std::string>{"A", "B"});
   CHECK(pair->constructors[0].fields[1] == type_var("B"));
-  const Type expected = adt_type(
-      "Pair", {tensor_type({Dim("n", 4)}, DType::f32), scalar_type(DType::f64)});
+  const Type expected =
+      adt_type("Pair", {tensor_type({Dim("n", 4)}, DType::f32), scalar_type(DType::f64)});
   CHECK(function_of(m, "f").params[0].as<VarNode>()->type_annotation == expected);
 }
 
@@ -513,6 +517,27 @@ TEST_CASE("round trip: shadowed names are renamed, and scoping is lexical", "[ir
   check_round_trip(expected);
 }
 
+TEST_CASE("round trip: a closure that calls itself through its let", "[ir]") {
+  const std::string text =
+      "def @count(%n: i64[]) {\n"
+      "  let %loop = fn (%i: i64[]) -> i64[] {\n"
+      "    if (less(%i, %n)) {\n"
+      "      %loop(add(%i, 1i64))\n"
+      "    } else {\n"
+      "      %i\n"
+      "    }\n"
+      "  };\n"
+      "  %loop(0i64)\n"
+      "}\n";
+  check_round_trip(text);
+  const Module m = parse(text, kFile);
+  const auto* let_loop = function_of(m, "count").body.as<LetNode>();
+  const auto* closure = let_loop->value.as<FunctionNode>();
+  const auto* branch = closure->body.as<IfNode>();
+  CHECK(branch->then_branch.as<CallNode>()->callee.same_as(let_loop->var));
+  CHECK(let_loop->body.as<CallNode>()->callee.same_as(let_loop->var));
+}
+
 TEST_CASE("round trip: entries, and several functions", "[ir]") {
   check_round_trip(
       "type List<T> { Nil, Cons(T, List<T>) }\n"
@@ -627,7 +652,8 @@ TEST_CASE("parse errors: names", "[ir]") {
   using nimble::ErrorKind;
   CHECK_NIMBLE_ERROR(parse("def @f() { %x }", kFile), ErrorKind::parse_error,
                      "test.nir:1:12: unbound variable %x");
-  // A let's variable is not in scope in its own value, nor after its body.
+  // A let's variable is not in scope in its own value (unless that is a
+  // closure), nor after its body.
   CHECK_NIMBLE_ERROR(parse("def @f() {\n  let %a = %a;\n  %a\n}", kFile), ErrorKind::parse_error,
                      "test.nir:2:12: unbound variable %a");
   CHECK_NIMBLE_ERROR(parse("def @f() {\n  let %a = (let %b = 1i64; %b);\n  %b\n}", kFile),
@@ -645,8 +671,7 @@ TEST_CASE("parse errors: names", "[ir]") {
   // A type parameter is a type only inside its own definition.
   CHECK_NIMBLE_ERROR(parse("type L<T> { C(T) }\ndef @f(%x: T) { %x }", kFile),
                      ErrorKind::parse_error, "test.nir:2:12: unknown type 'T'");
-  CHECK_NIMBLE_ERROR(parse("def @f() { 1i64 }\n\ndef @f() { 2i64 }", kFile),
-                     ErrorKind::parse_error,
+  CHECK_NIMBLE_ERROR(parse("def @f() { 1i64 }\n\ndef @f() { 2i64 }", kFile), ErrorKind::parse_error,
                      "test.nir:3:5: module: function @f is already defined");
   CHECK_NIMBLE_ERROR(parse("type T { A }\ntype T { B }", kFile), ErrorKind::parse_error,
                      "test.nir:2:6: module: type 'T' is already defined");
@@ -668,8 +693,9 @@ TEST_CASE("parse errors: literals and attribute values", "[ir]") {
                      "test.nir:1:12: expected true or false, got '1bool'");
   CHECK_NIMBLE_ERROR(body("128i8"), ErrorKind::parse_error,
                      "test.nir:1:12: expected an integer in the range of i8, got '128i8'");
-  CHECK_NIMBLE_ERROR(body("-2147483649i32"), ErrorKind::parse_error,
-                     "test.nir:1:12: expected an integer in the range of i32, got '-2147483649i32'");
+  CHECK_NIMBLE_ERROR(
+      body("-2147483649i32"), ErrorKind::parse_error,
+      "test.nir:1:12: expected an integer in the range of i32, got '-2147483649i32'");
   CHECK_NIMBLE_ERROR(body("9223372036854775808i64"), ErrorKind::parse_error,
                      "test.nir:1:12: expected an integer in the range of i64, got "
                      "'9223372036854775808i64'");
@@ -784,7 +810,8 @@ TEST_CASE("parse errors: nesting deeper than 1000 levels", "[ir]") {
                      "test.nir:1:8012: nesting deeper than 1000 levels");
   // A long chain of lets is not nesting.
   std::string chain = "def @f(%x0: f32[]) {\n";
-  for (int i = 1; i <= 5000; ++i) chain += fmt::format("  let %x{} = add(%x{}, %x{});\n", i, i - 1, i - 1);
+  for (int i = 1; i <= 5000; ++i)
+    chain += fmt::format("  let %x{} = add(%x{}, %x{});\n", i, i - 1, i - 1);
   chain += "  %x5000\n}\n";
   CHECK(reprint(chain) == chain);
 }
@@ -834,32 +861,42 @@ TEST_CASE("parse: the sample is valid", "[ir]") {
 
 TEST_CASE("parse: every prefix of a valid program parses or fails cleanly", "[ir]") {
   const std::string sample = kSample;
-  for (std::size_t n = 0; n <= sample.size(); ++n) check_parses_or_fails_cleanly(sample.substr(0, n));
+  for (std::size_t n = 0; n <= sample.size(); ++n)
+    check_parses_or_fails_cleanly(sample.substr(0, n));
 }
 
 TEST_CASE("parse: random edits and token soups parse or fail cleanly", "[ir]") {
   std::mt19937 rng(20240521);
   const std::string sample = kSample;
   const std::string alphabet = "(){}[]<>,:;=-?%@.\"\\/ \n_aAfi0123456789e+xT$";
-  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
   for (int round = 0; round < 400; ++round) {
     std::string text = sample;
     const int edits = 1 + static_cast<int>(pick(4));
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = pick(text.size());
       switch (pick(3)) {
-        case 0: text.erase(at, 1 + pick(8)); break;
-        case 1: text.insert(at, 1, alphabet[pick(alphabet.size())]); break;
-        default: text[at] = alphabet[pick(alphabet.size())]; break;
+        case 0:
+          text.erase(at, 1 + pick(8));
+          break;
+        case 1:
+          text.insert(at, 1, alphabet[pick(alphabet.size())]);
+          break;
+        default:
+          text[at] = alphabet[pick(alphabet.size())];
+          break;
       }
     }
     check_parses_or_fails_cleanly(text);
   }
   const std::vector<std::string> tokens = {
-      "type", "def", "entry", "let", "if", "else", "match", "fn", "const", "true", "_",
-      "List", "Nil", "Cons", "T", "add", "sum", "f32", "i64", "%x", "%y", "@f", "@main",
-      "1i64", "-2", "0.5f32", "inff32", "inf", "nan", "\"s\"", ".0", "(", ")", "{", "}",
-      "[", "]", "<", ">", ",", ":", ";", "=", "->", "=>", "-", "<=", "?", "axes"};
+      "type", "def",  "entry", "let",  "if", "else",   "match",  "fn",  "const", "true",
+      "_",    "List", "Nil",   "Cons", "T",  "add",    "sum",    "f32", "i64",   "%x",
+      "%y",   "@f",   "@main", "1i64", "-2", "0.5f32", "inff32", "inf", "nan",   "\"s\"",
+      ".0",   "(",    ")",     "{",    "}",  "[",      "]",      "<",   ">",     ",",
+      ":",    ";",    "=",     "->",   "=>", "-",      "<=",     "?",   "axes"};
   for (int round = 0; round < 400; ++round) {
     std::string text;
     const std::size_t length = 1 + pick(40);
@@ -869,4 +906,25 @@ TEST_CASE("parse: random edits and token soups parse or fail cleanly", "[ir]") {
     if (round % 2) text += "}\ntype List<T> { Nil, Cons(T, List<T>) }";
     check_parses_or_fails_cleanly(text);
   }
+}
+
+TEST_CASE("round trip: a constant of one repeated value prints as a splat", "[ir]") {
+  check_round_trip(
+      "def @f() {\n"
+      "  let %z = const f32[1, 512] [0; 512];\n"
+      "  let %o = const bool[2, 2] [true; 4];\n"
+      "  let %m = const i32[3] [7, 7, 8];\n"
+      "  (%z, %o, %m)\n"
+      "}\n");
+  const Module m = parse("def @f() {\n  const f32[2, 3] [-1.5; 6]\n}\n", kFile);
+  const Tensor t = function_of(m, "f").body.as<ConstantNode>()->value;
+  CHECK(t.shape() == Shape{2, 3});
+  for (float v : t.values<float>()) CHECK(v == -1.5f);
+  // Two equal values print as a splat too.
+  CHECK(reprint("def @f() {\n  const i64[2] [4, 4]\n}\n") ==
+        "def @f() {\n  const i64[2] [4; 2]\n}\n");
+  CHECK_NIMBLE_ERROR(parse("def @f() {\n  const f32[2, 3] [0; 5]\n}\n", kFile),
+                     ErrorKind::parse_error, "test.nir:2:19: expected 6 values for f32[2, 3], got 5");
+  CHECK_NIMBLE_ERROR(parse("def @f() {\n  const f32[2] [0; x]\n}\n", kFile),
+                     ErrorKind::parse_error, "test.nir:2:20: expected a count, got 'x'");
 }
