@@ -82,10 +82,12 @@ class Function {
   Function() = default;
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   Expr operator()(std::vector<Expr> args, Loc loc = Loc::current()) const;
+  Expr operator()(Loc loc = Loc::current()) const;
+  /// f(a, b, ...): the first argument records where the call was written.
   template <class... A>
     requires(std::is_convertible_v<A, Expr> && ...)
-  Expr operator()(A... args) const {
-    return (*this)(std::vector<Expr>{Expr(args)...}, Loc::current());
+  Expr operator()(Located first, A... rest) const {
+    return (*this)(std::vector<Expr>{first.expr, Expr(rest)...}, first.loc);
   }
 
  private:
@@ -109,7 +111,11 @@ class Constructor {
   /// throws Error(invalid_argument) for the wrong number of fields.
   [[nodiscard]] Value value(std::vector<Value> fields = {}) const;
   /// Whether a value (a result) was made by this constructor.
-  [[nodiscard]] bool made(const Value& v) const { return v.tag() == tag_; }
+  /// (`v` must be a value of this constructor's ADT: values do not record
+  /// their ADT, only the constructor's tag.)
+  [[nodiscard]] bool made(const Value& v) const {
+    return v.defined() && v.kind() == Value::Kind::adt && v.tag() == tag_;
+  }
   /// The constructor as an IR node (for patterns and the IR API).
   [[nodiscard]] Expr node(Loc loc = Loc::current()) const;
 
@@ -323,10 +329,12 @@ class Closure {
   explicit Closure(Expr value) : value_(std::move(value)) {}
   operator Expr() const { return value_; }  // NOLINT: implicit, closures are values
   Expr operator()(std::vector<Expr> args, Loc loc = Loc::current()) const;
+  Expr operator()(Loc loc = Loc::current()) const;
+  /// f(a, b, ...): the first argument records where the call was written.
   template <class... A>
     requires(std::is_convertible_v<A, Expr> && ...)
-  Expr operator()(A... args) const {
-    return (*this)(std::vector<Expr>{Expr(args)...}, Loc::current());
+  Expr operator()(Located first, A... rest) const {
+    return (*this)(std::vector<Expr>{first.expr, Expr(rest)...}, first.loc);
   }
 
  private:
@@ -398,6 +406,9 @@ class Match {
 };
 
 // --- Operators -------------------------------------------------------------------------
+namespace ir {
+// Declared with Expr so that argument-dependent lookup finds them without a
+// using-directive.
 Expr operator+(Located a, Expr b);
 Expr operator-(Located a, Expr b);
 Expr operator*(Located a, Expr b);
@@ -412,6 +423,7 @@ Expr operator<(Located a, Expr b);
 Expr operator<=(Located a, Expr b);
 Expr operator>(Located a, Expr b);
 Expr operator>=(Located a, Expr b);
+}  // namespace ir
 
 // Elementwise.
 Expr neg(Expr x, Loc loc = Loc::current());

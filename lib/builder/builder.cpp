@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "ir/op.hpp"
@@ -188,7 +189,7 @@ void Builder::define_impl(const Function& fn, const detail::BodyFn& body, Loc lo
   Expr result = body(params);
   Expr fn_expr = ir::function(std::move(params), sig.ret, scope.close(std::move(result)),
                               SourceLoc::from(loc));
-  const Type type = state_->inferencer.infer(fn_expr);
+  const Type type = state_->inferencer.infer_global_function(fn_expr, fn.name());
   fn_expr->checked_type = type;
   state_->inferencer.declare_global(fn.name(), type);
   state_->module.add_function(fn.name(), fn_expr);
@@ -209,6 +210,8 @@ ir::Module Builder::build() {
 }
 
 // --- Handles ---------------------------------------------------------------------------
+
+Expr Function::operator()(Loc loc) const { return (*this)(std::vector<Expr>{}, loc); }
 
 Expr Function::operator()(std::vector<Expr> args, Loc loc) const {
   const SourceLoc sl = SourceLoc::from(loc);
@@ -233,6 +236,7 @@ Value Constructor::value(std::vector<Value> fields) const {
 }
 
 Constructor Adt::operator[](std::string_view name) const {
+  if (!def_) throw_error(ErrorKind::invalid_argument, "Adt: the handle is empty");
   const int tag = def_->find_constructor(name);
   if (tag < 0)
     throw_error(ErrorKind::invalid_argument, "type {} has no constructor '{}'", def_->name, name);
@@ -290,6 +294,14 @@ Expr build_if(const Expr& cond, const std::function<Expr()>& then_fn,
   return bind_statement(ir::if_then_else(cond, then_body, else_body, SourceLoc::from(loc)), "if", loc);
 }
 
+namespace {
+[[noreturn]] void state_not_known(std::size_t k, const Type& type, Loc loc) {
+  builder_error(loc, fmt::format("loop: the type of state {} is not known ({}); give its "
+                                 "initial value a known type",
+                                 k, ir::to_string(type)));
+}
+}  // namespace
+
 std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const CondFn& cond,
                              const StateFn& body, Loc loc) {
   Builder::State& s = state(loc);
@@ -301,6 +313,8 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
   // a state wider (a dim that changes between iterations), widen and build
   // again. Dims only widen (towards Any), so this ends.
   for (int attempt = 0; attempt < 16; ++attempt) {
+    // Annotations must not refer to placeholders: use what they resolved to.
+    for (Type& t : types) t = s.inferencer.resolve(t);
     std::vector<Param> params;
     if (count) params.push_back({"i", i64({})});
     for (std::size_t k = 0; k < types.size(); ++k)
@@ -329,6 +343,7 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
                     types[k], s.inferencer.infer(next[k]), next[k],
                     fmt::format("loop: state {} changes its type", k)));
                 if (!(joined == types[k])) {
+                  if (s.inferencer.has_incomplete(joined)) state_not_known(k, joined, loc);
                   types[k] = joined;
                   widened = true;
                 }
@@ -342,6 +357,8 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
             [&] { return tuple({state_vars.begin(), state_vars.end()}, loc); }, loc);
         fn_body = scope.close(step);
       }
+      for (std::size_t k = 0; k < types.size(); ++k)
+        if (s.inferencer.has_incomplete(types[k])) state_not_known(k, types[k], loc);
       Expr fn = ir::function(std::move(vars), ret, fn_body, sl);
       s.inferencer.infer(fn);
       s.scopes.back().lets.emplace_back(loop, fn);
@@ -377,7 +394,9 @@ Expr build_closure(std::vector<Param> params, Type ret, const BodyFn& body, Loc 
 Expr let(std::string name, Expr value, Loc loc) {
   Builder::State& s = state(loc);
   auto& lets = s.scopes.back().lets;
-  if (!lets.empty() && lets.back().first.same_as(value)) {
+  // (Only when nothing else holds the old variable: a handle the user kept
+  // must stay bound.)
+  if (!lets.empty() && lets.back().first.same_as(value) && value->use_count() <= 2) {
     // Rename the statement that made `value` instead of adding an alias.
     Expr renamed = ir::var(std::move(name), {}, value->loc);
     renamed->checked_type = value->checked_type;
@@ -405,6 +424,8 @@ Expr tuple(std::vector<Expr> fields, Loc loc) {
 Expr get(Expr t, std::uint32_t index, Loc loc) {
   return bind_statement(ir::tuple_get(std::move(t), index, SourceLoc::from(loc)), "get", loc);
 }
+
+Expr Closure::operator()(Loc loc) const { return (*this)(std::vector<Expr>{}, loc); }
 
 Expr Closure::operator()(std::vector<Expr> args, Loc loc) const {
   const SourceLoc sl = SourceLoc::from(loc);
@@ -452,29 +473,13 @@ Expr Match::end() {
 
 namespace {
 Expr with_scalar(const Located& a, double b) {
-  return scalar(b, dtype_of_expr(a.expr, a.loc), a.loc);
+  const DType dtype = dtype_of_expr(a.expr, a.loc);
+  if (!is_floating(dtype) && b != std::trunc(b))
+    builder_error(a.loc, fmt::format("the number {} cannot be used with a {} tensor", b,
+                                     to_string(dtype)));
+  return scalar(b, dtype, a.loc);
 }
 }  // namespace
-
-Expr operator+(Located a, Expr b) { return add(a.expr, std::move(b), a.loc); }
-Expr operator-(Located a, Expr b) { return sub(a.expr, std::move(b), a.loc); }
-Expr operator*(Located a, Expr b) { return mul(a.expr, std::move(b), a.loc); }
-Expr operator/(Located a, Expr b) { return div(a.expr, std::move(b), a.loc); }
-Expr operator-(Located a) { return neg(a.expr, a.loc); }
-Expr operator+(Located a, double b) { return add(a.expr, with_scalar(a, b), a.loc); }
-Expr operator-(Located a, double b) { return sub(a.expr, with_scalar(a, b), a.loc); }
-Expr operator*(Located a, double b) { return mul(a.expr, with_scalar(a, b), a.loc); }
-Expr operator/(Located a, double b) { return div(a.expr, with_scalar(a, b), a.loc); }
-Expr operator<(Located a, Expr b) { return op_call(ops::less(), {a.expr, std::move(b)}, {}, a.loc); }
-Expr operator<=(Located a, Expr b) {
-  return op_call(ops::less_equal(), {a.expr, std::move(b)}, {}, a.loc);
-}
-Expr operator>(Located a, Expr b) {
-  return op_call(ops::greater(), {a.expr, std::move(b)}, {}, a.loc);
-}
-Expr operator>=(Located a, Expr b) {
-  return op_call(ops::greater_equal(), {a.expr, std::move(b)}, {}, a.loc);
-}
 
 Expr neg(Expr x, Loc loc) { return op_call(ops::neg(), {std::move(x)}, {}, loc); }
 Expr abs(Expr x, Loc loc) { return op_call(ops::abs(), {std::move(x)}, {}, loc); }
@@ -597,5 +602,29 @@ Expr zeros(Expr shape, DType dtype, Loc loc) {
 }
 Expr shape_of(Expr x, Loc loc) { return op_call(ops::shape_of(), {std::move(x)}, {}, loc); }
 Expr stack(Expr list, Loc loc) { return op_call(ops::stack(), {std::move(list)}, {}, loc); }
+
+namespace ir {
+// The operators live with Expr, so that argument-dependent lookup finds them.
+Expr operator+(Located a, Expr b) { return add(a.expr, std::move(b), a.loc); }
+Expr operator-(Located a, Expr b) { return sub(a.expr, std::move(b), a.loc); }
+Expr operator*(Located a, Expr b) { return mul(a.expr, std::move(b), a.loc); }
+Expr operator/(Located a, Expr b) { return div(a.expr, std::move(b), a.loc); }
+Expr operator-(Located a) { return neg(a.expr, a.loc); }
+Expr operator+(Located a, double b) { return add(a.expr, with_scalar(a, b), a.loc); }
+Expr operator-(Located a, double b) { return sub(a.expr, with_scalar(a, b), a.loc); }
+Expr operator*(Located a, double b) { return mul(a.expr, with_scalar(a, b), a.loc); }
+Expr operator/(Located a, double b) { return div(a.expr, with_scalar(a, b), a.loc); }
+Expr operator<(Located a, Expr b) { return op_call(ops::less(), {a.expr, std::move(b)}, {}, a.loc); }
+Expr operator<=(Located a, Expr b) {
+  return op_call(ops::less_equal(), {a.expr, std::move(b)}, {}, a.loc);
+}
+Expr operator>(Located a, Expr b) {
+  return op_call(ops::greater(), {a.expr, std::move(b)}, {}, a.loc);
+}
+Expr operator>=(Located a, Expr b) {
+  return op_call(ops::greater_equal(), {a.expr, std::move(b)}, {}, a.loc);
+}
+
+}  // namespace ir
 
 }  // namespace nimble

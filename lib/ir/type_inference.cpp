@@ -180,6 +180,25 @@ namespace {
 // The join lattice on one level; nullopt when the kinds cannot be joined.
 struct Joiner {
   std::unordered_map<const TypeNode*, Type>& solutions;
+  // Every write to `solutions` with the value it replaced, so that a failed
+  // join (or argument match) can be undone: a type error must not leave
+  // half-solved placeholders behind.
+  std::vector<std::pair<const TypeNode*, std::optional<Type>>> trail;
+
+  void solve(const TypeNode* var, Type t) {
+    auto it = solutions.find(var);
+    trail.emplace_back(var, it == solutions.end() ? std::nullopt : std::optional<Type>(it->second));
+    solutions[var] = std::move(t);
+  }
+  void rollback() {
+    for (auto it = trail.rbegin(); it != trail.rend(); ++it) {
+      if (it->second)
+        solutions[it->first] = *it->second;
+      else
+        solutions.erase(it->first);
+    }
+    trail.clear();
+  }
 
   bool occurs(const TypeNode* var, const Type& t) const {
     if (t.get() == var) return true;
@@ -285,7 +304,7 @@ struct Joiner {
     auto a_it = solutions.find(a.get());
     if (a_it == solutions.end()) {
       if (occurs(a.get(), b)) return std::nullopt;
-      solutions.emplace(a.get(), b);
+      solve(a.get(), b);
       return a;
     }
     const Type a_solution = a_it->second;  // not a placeholder: a is a representative
@@ -293,15 +312,19 @@ struct Joiner {
     if (b.kind() == TypeKind::incomplete) {
       auto b_it = solutions.find(b.get());
       if (b_it == solutions.end()) {
-        solutions.emplace(b.get(), a);
+        if (occurs(b.get(), a)) return std::nullopt;
+        solve(b.get(), a);
         return a;
       }
       other = b_it->second;
-      solutions[b.get()] = a;  // b now stands for a
+      solve(b.get(), a);  // b now stands for a
     }
     auto joined = join(a_solution, other);
     if (!joined) return std::nullopt;
-    if (representative(*joined).get() != a.get()) solutions[a.get()] = *joined;
+    if (representative(*joined).get() != a.get()) {
+      if (occurs(a.get(), *joined)) return std::nullopt;
+      solve(a.get(), *joined);
+    }
     return a;
   }
 };
@@ -309,9 +332,12 @@ struct Joiner {
 }  // namespace
 
 Type TypeInferencer::join(const Type& a, const Type& b, const Expr& at, const std::string& what) {
-  Joiner joiner{solutions_};
+  Joiner joiner{solutions_, {}};
   auto joined = joiner.join(a, b);
-  if (!joined) fail(at, what, fmt::format("{} vs {}", to_string(resolve(a)), to_string(resolve(b))));
+  if (!joined) {
+    joiner.rollback();
+    fail(at, what, fmt::format("{} vs {}", to_string(resolve(a)), to_string(resolve(b))));
+  }
   return *joined;
 }
 
@@ -324,6 +350,10 @@ namespace {
 struct ArgumentMatcher {
   Joiner& joiner;
   SymbolMap& symbols;
+  // The symbols of the enclosing function's parameters, when checking a type
+  // inside that function (a return type, a let annotation): there `n` is the
+  // caller's n, which a fixed dim cannot be assumed to equal.
+  const SymbolSet* rigid = nullptr;
 
   bool match(const Type& expected, const Type& actual) {
     // Placeholders (an ADT's type arguments) are solved by joining; an
@@ -361,9 +391,12 @@ struct ArgumentMatcher {
         const auto* e = expected.as<FuncTypeNode>();
         const auto* a = actual.as<FuncTypeNode>();
         if (e->params.size() != a->params.size()) return false;
+        // A function value's own symbols are unrelated to the call's.
+        SymbolMap own;
+        ArgumentMatcher inner{joiner, own, nullptr};
         for (std::size_t i = 0; i < e->params.size(); ++i)
-          if (!match(a->params[i], e->params[i])) return false;
-        return match(e->ret, a->ret);
+          if (!inner.match(e->params[i], a->params[i])) return false;
+        return inner.match(e->ret, a->ret);
       }
       case TypeKind::type_var:
         return expected.as<TypeVarNode>()->name == actual.as<TypeVarNode>()->name;
@@ -375,6 +408,9 @@ struct ArgumentMatcher {
   bool match_dim(const Dim& expected, const Dim& actual) {
     if (expected.is_any()) return true;
     if (expected.is_fixed()) return !actual.is_fixed() || actual.value() == expected.value();
+    if (const auto bound = expected.upper_bound(); bound && actual.is_fixed() && actual.value() > *bound)
+      return false;
+    if (rigid && rigid->count(expected.name())) return !actual.is_fixed();
     auto it = symbols.find(expected.name());
     if (it == symbols.end()) {
       symbols.emplace(expected.name(), actual);
@@ -387,6 +423,33 @@ struct ArgumentMatcher {
   }
 };
 
+// Whether `actual` can be used where `expected` is declared (see
+// ArgumentMatcher); on failure every placeholder it solved is restored.
+bool match_types(std::unordered_map<const TypeNode*, Type>& solutions, const Type& expected,
+                 const Type& actual, SymbolMap& symbols, const SymbolSet* rigid) {
+  Joiner joiner{solutions, {}};
+  ArgumentMatcher matcher{joiner, symbols, rigid};
+  if (matcher.match(expected, actual)) return true;
+  joiner.rollback();
+  return false;
+}
+
+void add_symbols(const Type& t, SymbolSet& out) {
+  switch (t.kind()) {
+    case TypeKind::tensor:
+      for (const Dim& d : t.as<TensorTypeNode>()->shape)
+        if (d.is_symbol()) out.insert(d.name());
+      return;
+    case TypeKind::tuple:
+      for (const Type& f : t.as<TupleTypeNode>()->fields) add_symbols(f, out);
+      return;
+    case TypeKind::adt:
+      for (const Type& a : t.as<AdtTypeNode>()->args) add_symbols(a, out);
+      return;
+    default: return;
+  }
+}
+
 }  // namespace
 
 Type TypeInferencer::bind_var(const Expr& v, const Type& value_type, const Expr& at) {
@@ -395,10 +458,9 @@ Type TypeInferencer::bind_var(const Expr& v, const Type& value_type, const Expr&
     v->checked_type = value_type;
     return value_type;
   }
-  Joiner joiner{solutions_};
   SymbolMap symbols;
-  ArgumentMatcher matcher{joiner, symbols};
-  if (!matcher.match(var_node->type_annotation, resolve(value_type)))
+  if (!match_types(solutions_, var_node->type_annotation, resolve(value_type), symbols,
+                   &rigid_symbols_))
     fail(at, "let %" + var_node->name,
          fmt::format("the value's type {} does not match the annotation {}",
                      to_string(resolve(value_type)), to_string(var_node->type_annotation)));
@@ -543,12 +605,10 @@ Type TypeInferencer::infer_call(const Expr& expr, const CallNode& call) {
   if (fn->params.size() != args.size())
     fail(expr, what,
          fmt::format("expected {} arguments, got {}", fn->params.size(), args.size()));
-  Joiner joiner{solutions_};
   SymbolMap symbols;
-  ArgumentMatcher matcher{joiner, symbols};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Type actual = resolve(args[i]);
-    if (!matcher.match(fn->params[i], actual))
+    if (!match_types(solutions_, fn->params[i], actual, symbols, nullptr))
       fail(expr, what,
            fmt::format("argument {} must be {}, got {}", i + 1, to_string(resolve(fn->params[i])),
                        to_string(actual)));
@@ -560,12 +620,18 @@ Type TypeInferencer::infer_function(const Expr& expr, const FunctionNode& fn,
                                     const std::string& what) {
   for (const Expr& p : fn.params) p->checked_type = p.as<VarNode>()->type_annotation;
   if (fn.ret_type.defined()) expr->checked_type = func_type(param_types(fn), fn.ret_type);
+  // Inside the body, the parameters' symbols are fixed by the caller.
+  const SymbolSet outer_rigid = rigid_symbols_;
+  struct Restore {
+    SymbolSet& target;
+    const SymbolSet& saved;
+    ~Restore() { target = saved; }
+  } restore{rigid_symbols_, outer_rigid};
+  for (const Expr& p : fn.params) add_symbols(p.as<VarNode>()->type_annotation, rigid_symbols_);
   const Type body = infer(fn.body);
   if (!fn.ret_type.defined()) return func_type(param_types(fn), body);
-  Joiner joiner{solutions_};
   SymbolMap symbols;
-  ArgumentMatcher matcher{joiner, symbols};
-  if (!matcher.match(fn.ret_type, resolve(body)))
+  if (!match_types(solutions_, fn.ret_type, resolve(body), symbols, &rigid_symbols_))
     fail(expr, what,
          fmt::format("the body's type {} does not match the declared return type {}",
                      to_string(resolve(body)), to_string(fn.ret_type)));

@@ -8,6 +8,7 @@
 // them by what they resolved to.
 #pragma once
 
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,8 @@
 #include "nimble/ir/module.hpp"
 
 namespace nimble::ir {
+
+using SymbolSet = std::set<std::string, std::less<>>;
 
 class TypeInferencer {
  public:
@@ -27,6 +30,10 @@ class TypeInferencer {
   /// type gets its signature without inferring its body; one without is
   /// inferred now (and must not be recursive).
   Type global_type(const std::string& name, const Expr& at);
+  /// Infers `function`, which is (about to be) global `name`; errors name it.
+  Type infer_global_function(const Expr& function, const std::string& name) {
+    return infer_function(function, *function.as<FunctionNode>(), "@" + name);
+  }
   /// Infers the body of global `name` (once).
   void infer_global(const std::string& name);
   /// Records the signature of a global that is declared but not yet defined
@@ -36,6 +43,8 @@ class TypeInferencer {
   }
   /// Types the variables a pattern binds from the type of the matched value.
   void bind_pattern(const Pattern& pattern, const Type& type, const Expr& at);
+  /// Whether `type` still contains an unsolved IncompleteType.
+  [[nodiscard]] bool has_incomplete(const Type& type) const;
   /// `type` with every solved IncompleteType replaced by its solution.
   [[nodiscard]] Type resolve(const Type& type) const;
   /// Resolves the checked types of every node under `expr`; throws if an
@@ -54,7 +63,6 @@ class TypeInferencer {
   Type infer_match(const Expr& expr, const MatchNode& match);
   Type instantiate_constructor(const ConstructorNode& ctor, std::vector<Type>& field_types);
   Type fresh();
-  [[nodiscard]] bool has_incomplete(const Type& type) const;
   Type bind_var(const Expr& var, const Type& value_type, const Expr& at);
 
   const Module& module_;
@@ -62,6 +70,7 @@ class TypeInferencer {
   std::unordered_map<std::string, Type> global_types_;
   std::unordered_set<std::string> in_progress_;
   std::unordered_set<std::string> inferred_;
+  SymbolSet rigid_symbols_;  // of the parameters of the functions being inferred
   std::uint32_t next_incomplete_ = 0;
 };
 

@@ -53,8 +53,10 @@ class Verifier {
                   const std::string& where) {
     if (!t.defined()) return;
     switch (t.kind()) {
-      case TypeKind::tensor:
-      case TypeKind::incomplete: return;
+      case TypeKind::tensor: return;
+      case TypeKind::incomplete:
+        throw_error(ErrorKind::invalid_argument, "ill-formed IR: {}: the type {} is not known",
+                    where, to_string(t));
       case TypeKind::tuple:
         for (const Type& f : t.as<TupleTypeNode>()->fields) check_type(f, type_params, where);
         return;

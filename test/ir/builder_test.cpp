@@ -220,3 +220,73 @@ TEST_CASE("host-side ADT values: build a tree, read it back", "[ir]") {
   CHECK(show(t) == "((0, (((1, 2), 3), 4)), ((5, 6), 7))");
   CHECK_NIMBLE_ERROR(leaf.value({}), ErrorKind::invalid_argument, "Leaf: expected 1 fields, got 0");
 }
+
+TEST_CASE("placeholders that would form a cycle are a type error, not a crash", "[ir]") {
+  Builder b;
+  Adt option = b.option();
+  Adt list = b.list();
+  auto build_option = [&] {
+    (void)b.def("f", {{"c", bool_t({})}}, [&](Expr c) {
+      Expr x = let("x", option["None"]());
+      return if_(c, [&] { return option["Some"]({x}); }, [&] { return x; });
+    });
+  };
+  CHECK_THROWS_AS(build_option(), Error);
+  auto build_list = [&] {
+    (void)b.def("g", {}, [&](std::span<const Expr>) {
+      Expr n = let("n", list["Nil"]());
+      return list["Cons"]({n, n});
+    });
+  };
+  CHECK_THROWS_AS(build_list(), Error);
+}
+
+TEST_CASE("let keeps handles the user still holds bound", "[ir]") {
+  Builder b;
+  b.def("f", {{"x", f32({2})}}, [&](Expr x) {
+    Expr r = relu(x);
+    Expr h = let("h", r);  // r is still used below: h becomes an alias
+    return r + h;
+  });
+  CHECK(ir::to_string(b.build().find_function("f").type()) == "fn(f32[2]) -> f32[2]");
+}
+
+TEST_CASE("a declared symbolic return type is not satisfied by a fixed dim", "[ir]") {
+  Builder b;
+  const Dim n{"n"};
+  CHECK_THROWS_WITH(
+      b.def("f", {{"x", f32({n})}}, f32({n}), [](Expr x) { return sum(x, {}, true); }),
+      Catch::Matchers::StartsWith(
+          "@f: the body's type f32[1] does not match the declared return type f32[n]"));
+}
+
+TEST_CASE("a loop state whose type is never known is reported", "[ir]") {
+  Builder b;
+  Adt list = b.list();
+  CHECK_THROWS_WITH(b.def("f", {{"n", i64({})}},
+                          [&](Expr n) {
+                            auto [xs] = foreach_(n, std::array<Expr, 1>{list["Nil"]()},
+                                                 [&](Expr, std::array<Expr, 1> s) {
+                                                   return std::array{s[0]};
+                                                 });
+                            return xs;
+                          }),
+                    Catch::Matchers::StartsWith("loop: the type of state 0 is not known "
+                                                "(List<?T"));
+}
+
+TEST_CASE("errors in calls and numbers name the user's line", "[ir]") {
+  Builder b;
+  Function g = b.def("g", {{"x", f32({2})}}, [](Expr x) { return x; });
+  auto call_badly = [&] {
+    (void)b.def("f", {{"y", f32({3})}}, [&](Expr y) { return g(y); });
+  };
+  const int line = __LINE__ - 2;
+  CHECK_NIMBLE_ERROR(call_badly(), ErrorKind::type_error,
+                     fmt::format("call of @g: argument 1 must be f32[2], got f32[3] (in `@g(%y)`, "
+                                 "built at builder_test.cpp:{})",
+                                 line));
+  CHECK_THROWS_WITH(
+      b.def("h", {{"i", i64({2})}}, [](Expr i) { return i * 0.5; }),
+      Catch::Matchers::StartsWith("the number 0.5 cannot be used with a i64 tensor"));
+}

@@ -142,3 +142,23 @@ TEST_CASE("ill-typed and ill-formed programs fail with their messages", "[types]
   }
   CHECK(count >= 15);
 }
+
+TEST_CASE("function-typed arguments and bounded symbols", "[types]") {
+  // A function value's own symbols are unrelated to the call's.
+  CHECK(typed("def @apply(%g: fn(f32[5]) -> f32[5], %x: f32[n]) -> f32[n] {\n"
+              "  %x\n"
+              "}\n\n"
+              "def @f(%h: fn(f32[m]) -> f32[m], %y: f32[7]) {\n"
+              "  @apply(%h, %y)\n"
+              "}\n")
+            .find("// fn(fn(f32[m]) -> f32[m], f32[7]) -> f32[7]") != std::string::npos);
+  // A value beyond a symbol's upper bound does not fit.
+  CHECK_THROWS_WITH(typed("def @g(%x: f32[n<=4]) -> f32[n<=4] {\n"
+                          "  %x\n"
+                          "}\n\n"
+                          "def @f(%y: f32[5]) {\n"
+                          "  @g(%y)\n"
+                          "}\n"),
+                    Catch::Matchers::StartsWith(
+                        "call of @g: argument 1 must be f32[n<=4], got f32[5]"));
+}
