@@ -76,19 +76,35 @@ struct Located {
 
 class Builder;
 
-/// A global function of the module being built; calling it builds a call.
-class Function {
+namespace detail {
+/// The call syntax of Function and Closure: f(a, b), f({a, b}), f().
+/// `Derived` provides call(std::vector<Expr>, Loc).
+template <class Derived>
+class CallSyntax {
  public:
-  Function() = default;
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  Expr operator()(std::vector<Expr> args, Loc loc = Loc::current()) const;
-  Expr operator()(Loc loc = Loc::current()) const;
+  Expr operator()(std::vector<Expr> args, Loc loc = Loc::current()) const {
+    return self().call(std::move(args), loc);
+  }
+  Expr operator()(Loc loc = Loc::current()) const { return self().call({}, loc); }
   /// f(a, b, ...): the first argument records where the call was written.
   template <class... A>
     requires(std::is_convertible_v<A, Expr> && ...)
   Expr operator()(Located first, A... rest) const {
-    return (*this)(std::vector<Expr>{first.expr, Expr(rest)...}, first.loc);
+    return self().call(std::vector<Expr>{first.expr, Expr(rest)...}, first.loc);
   }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+}  // namespace detail
+
+/// A global function of the module being built; calling it builds a call.
+class Function : public detail::CallSyntax<Function> {
+ public:
+  Function() = default;
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// Builds a call of this function (what f(...) does).
+  Expr call(std::vector<Expr> args, Loc loc = Loc::current()) const;
 
  private:
   friend class Builder;
@@ -323,19 +339,13 @@ std::array<Expr, N> while_loop(std::array<Expr, N> init, Cond&& cond, Body&& bod
 /// A closure value: a local function that captures the variables it uses.
 /// Calling it builds a call; it converts to the Expr of the function value
 /// (to pass it on, or return it).
-class Closure {
+class Closure : public detail::CallSyntax<Closure> {
  public:
   /// Wraps a function-typed value (a closure received as an argument).
   explicit Closure(Expr value) : value_(std::move(value)) {}
   operator Expr() const { return value_; }  // NOLINT: implicit, closures are values
-  Expr operator()(std::vector<Expr> args, Loc loc = Loc::current()) const;
-  Expr operator()(Loc loc = Loc::current()) const;
-  /// f(a, b, ...): the first argument records where the call was written.
-  template <class... A>
-    requires(std::is_convertible_v<A, Expr> && ...)
-  Expr operator()(Located first, A... rest) const {
-    return (*this)(std::vector<Expr>{first.expr, Expr(rest)...}, first.loc);
-  }
+  /// Builds a call of this closure (what f(...) does).
+  Expr call(std::vector<Expr> args, Loc loc = Loc::current()) const;
 
  private:
   Expr value_;

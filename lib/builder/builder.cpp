@@ -211,9 +211,7 @@ ir::Module Builder::build() {
 
 // --- Handles ---------------------------------------------------------------------------
 
-Expr Function::operator()(Loc loc) const { return (*this)(std::vector<Expr>{}, loc); }
-
-Expr Function::operator()(std::vector<Expr> args, Loc loc) const {
+Expr Function::call(std::vector<Expr> args, Loc loc) const {
   const SourceLoc sl = SourceLoc::from(loc);
   return bind_statement(ir::call(ir::global_var(name_, sl), std::move(args), {}, sl), name_, loc);
 }
@@ -313,7 +311,7 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
   // a state wider (a dim that changes between iterations), widen and build
   // again. Dims only widen (towards Any), so this ends.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    // Annotations must not refer to placeholders: use what they resolved to.
+    // Annotations must not refer to unknown types: use what they resolved to.
     for (Type& t : types) t = s.inferencer.resolve(t);
     std::vector<Param> params;
     if (count) params.push_back({"i", i64({})});
@@ -425,9 +423,7 @@ Expr get(Expr t, std::uint32_t index, Loc loc) {
   return bind_statement(ir::tuple_get(std::move(t), index, SourceLoc::from(loc)), "get", loc);
 }
 
-Expr Closure::operator()(Loc loc) const { return (*this)(std::vector<Expr>{}, loc); }
-
-Expr Closure::operator()(std::vector<Expr> args, Loc loc) const {
+Expr Closure::call(std::vector<Expr> args, Loc loc) const {
   const SourceLoc sl = SourceLoc::from(loc);
   return bind_statement(ir::call(value_, std::move(args), {}, sl), "call", loc);
 }

@@ -25,75 +25,59 @@ std::vector<Type> param_types(const FunctionNode& fn) {
   return types;
 }
 
-// A callee's result type seen from the caller: its symbols replaced by what
-// they were bound to; a symbol the arguments did not bind is unknown (Any).
-Type substitute_symbols(const Type& t, const SymbolMap& symbols) {
+// Rebuilds `t` bottom-up: `leaf` maps the leaves (tensor types, type
+// variables, unknown types); tuples, ADTs and function types are rebuilt
+// around the mapped leaves.
+template <class Leaf>
+Type map_type(const Type& t, const Leaf& leaf) {
   if (!t.defined()) return t;
   switch (t.kind()) {
-    case TypeKind::tensor: {
-      const auto* tt = t.as<TensorTypeNode>();
-      std::vector<Dim> dims;
-      for (const Dim& d : tt->shape) {
-        if (!d.is_symbol()) {
-          dims.push_back(d);
-          continue;
-        }
-        auto it = symbols.find(d.name());
-        dims.push_back(it == symbols.end() ? Any : it->second);
-      }
-      return tensor_type(std::move(dims), tt->dtype);
-    }
     case TypeKind::tuple: {
       std::vector<Type> fields;
-      for (const Type& f : t.as<TupleTypeNode>()->fields)
-        fields.push_back(substitute_symbols(f, symbols));
+      for (const Type& f : t.as<TupleTypeNode>()->fields) fields.push_back(map_type(f, leaf));
       return tuple_type(std::move(fields));
     }
     case TypeKind::adt: {
       std::vector<Type> args;
-      for (const Type& a : t.as<AdtTypeNode>()->args) args.push_back(substitute_symbols(a, symbols));
+      for (const Type& a : t.as<AdtTypeNode>()->args) args.push_back(map_type(a, leaf));
       return adt_type(t.as<AdtTypeNode>()->name, std::move(args));
     }
     case TypeKind::func: {
       const auto* f = t.as<FuncTypeNode>();
       std::vector<Type> params;
-      for (const Type& p : f->params) params.push_back(substitute_symbols(p, symbols));
-      return func_type(std::move(params), substitute_symbols(f->ret, symbols));
+      for (const Type& p : f->params) params.push_back(map_type(p, leaf));
+      return func_type(std::move(params), map_type(f->ret, leaf));
     }
+    case TypeKind::tensor:
     case TypeKind::type_var:
-    case TypeKind::incomplete: return t;
+    case TypeKind::incomplete: return leaf(t);
   }
   return t;
 }
 
+// A callee's result type seen from the caller: its symbols replaced by what
+// they were bound to; a symbol the arguments did not bind is unknown (Any).
+Type substitute_symbols(const Type& t, const SymbolMap& symbols) {
+  return map_type(t, [&](const Type& leaf) {
+    const auto* tt = leaf.as<TensorTypeNode>();
+    if (!tt) return leaf;
+    std::vector<Dim> dims;
+    for (const Dim& d : tt->shape) {
+      auto it = d.is_symbol() ? symbols.find(d.name()) : symbols.end();
+      dims.push_back(!d.is_symbol() ? d : it == symbols.end() ? Any : it->second);
+    }
+    return tensor_type(std::move(dims), tt->dtype);
+  });
+}
+
 // Replaces the type parameters of an ADT definition by their instantiation.
 Type substitute_type_vars(const Type& t, const std::map<std::string, Type, std::less<>>& vars) {
-  switch (t.kind()) {
-    case TypeKind::type_var: {
-      auto it = vars.find(t.as<TypeVarNode>()->name);
-      return it == vars.end() ? t : it->second;
-    }
-    case TypeKind::tuple: {
-      std::vector<Type> fields;
-      for (const Type& f : t.as<TupleTypeNode>()->fields)
-        fields.push_back(substitute_type_vars(f, vars));
-      return tuple_type(std::move(fields));
-    }
-    case TypeKind::adt: {
-      std::vector<Type> args;
-      for (const Type& a : t.as<AdtTypeNode>()->args) args.push_back(substitute_type_vars(a, vars));
-      return adt_type(t.as<AdtTypeNode>()->name, std::move(args));
-    }
-    case TypeKind::func: {
-      const auto* f = t.as<FuncTypeNode>();
-      std::vector<Type> params;
-      for (const Type& p : f->params) params.push_back(substitute_type_vars(p, vars));
-      return func_type(std::move(params), substitute_type_vars(f->ret, vars));
-    }
-    case TypeKind::tensor:
-    case TypeKind::incomplete: return t;
-  }
-  return t;
+  return map_type(t, [&](const Type& leaf) {
+    const auto* v = leaf.as<TypeVarNode>();
+    if (!v) return leaf;
+    auto it = vars.find(v->name);
+    return it == vars.end() ? leaf : it->second;
+  });
 }
 
 bool is_bool_scalar(const Type& t) {
@@ -123,32 +107,11 @@ Type TypeInferencer::fresh() {
 }
 
 Type TypeInferencer::resolve(const Type& t) const {
-  if (!t.defined()) return t;
-  switch (t.kind()) {
-    case TypeKind::incomplete: {
-      auto it = solutions_.find(t.get());
-      return it == solutions_.end() ? t : resolve(it->second);
-    }
-    case TypeKind::tuple: {
-      std::vector<Type> fields;
-      for (const Type& f : t.as<TupleTypeNode>()->fields) fields.push_back(resolve(f));
-      return tuple_type(std::move(fields));
-    }
-    case TypeKind::adt: {
-      std::vector<Type> args;
-      for (const Type& a : t.as<AdtTypeNode>()->args) args.push_back(resolve(a));
-      return adt_type(t.as<AdtTypeNode>()->name, std::move(args));
-    }
-    case TypeKind::func: {
-      const auto* f = t.as<FuncTypeNode>();
-      std::vector<Type> params;
-      for (const Type& p : f->params) params.push_back(resolve(p));
-      return func_type(std::move(params), resolve(f->ret));
-    }
-    case TypeKind::tensor:
-    case TypeKind::type_var: return t;
-  }
-  return t;
+  return map_type(t, [this](const Type& leaf) {
+    if (leaf.kind() != TypeKind::incomplete) return leaf;
+    auto it = solutions_.find(leaf.get());
+    return it == solutions_.end() ? leaf : resolve(it->second);
+  });
 }
 
 bool TypeInferencer::has_incomplete(const Type& t) const {
@@ -182,7 +145,7 @@ struct Joiner {
   std::unordered_map<const TypeNode*, Type>& solutions;
   // Every write to `solutions` with the value it replaced, so that a failed
   // join (or argument match) can be undone: a type error must not leave
-  // half-solved placeholders behind.
+  // half-solved unknown types behind.
   std::vector<std::pair<const TypeNode*, std::optional<Type>>> trail;
 
   void solve(const TypeNode* var, Type t) {
@@ -225,8 +188,8 @@ struct Joiner {
     }
   }
 
-  // Follows solutions that are themselves placeholders to the last one of
-  // the chain: the placeholder that stands for the whole chain.
+  // Follows solutions that are themselves unknown types to the last one of
+  // the chain: the unknown type that stands for the whole chain.
   Type representative(Type t) const {
     while (t.kind() == TypeKind::incomplete) {
       auto it = solutions.find(t.get());
@@ -241,7 +204,7 @@ struct Joiner {
     const Type b = representative(b_in);
     if (a.get() == b.get()) return a;
     if (a.kind() == TypeKind::incomplete || b.kind() == TypeKind::incomplete)
-      return join_placeholders(a, b);
+      return join_unknowns(a, b);
     if (a.kind() != b.kind()) return std::nullopt;
     switch (a.kind()) {
       case TypeKind::tensor: {
@@ -295,19 +258,19 @@ struct Joiner {
     return std::nullopt;
   }
 
-  // At least one of a, b (both representatives) is a placeholder. An
+  // At least one of a, b (both representatives) is an unknown type. An
   // unsolved one takes the other side; a solved one widens its solution to
-  // the join (ADTs are immutable, so widening is sound). Two placeholders are
+  // the join (ADTs are immutable, so widening is sound). Two unknown types are
   // merged into one.
-  std::optional<Type> join_placeholders(const Type& a, const Type& b) {
-    if (a.kind() != TypeKind::incomplete) return join_placeholders(b, a);
+  std::optional<Type> join_unknowns(const Type& a, const Type& b) {
+    if (a.kind() != TypeKind::incomplete) return join_unknowns(b, a);
     auto a_it = solutions.find(a.get());
     if (a_it == solutions.end()) {
       if (occurs(a.get(), b)) return std::nullopt;
       solve(a.get(), b);
       return a;
     }
-    const Type a_solution = a_it->second;  // not a placeholder: a is a representative
+    const Type a_solution = a_it->second;  // a known type: a is a representative
     Type other = b;
     if (b.kind() == TypeKind::incomplete) {
       auto b_it = solutions.find(b.get());
@@ -346,7 +309,7 @@ namespace {
 // Whether a value of type `actual` can be passed where `expected` is
 // declared. Fixed dims must agree; Any and symbols are checked at run time.
 // Symbols of `expected` bind to the caller's dims in `symbols` (and must
-// agree between uses); placeholders on either side are solved by joining.
+// agree between uses); unknown types on either side are solved by joining.
 struct ArgumentMatcher {
   Joiner& joiner;
   SymbolMap& symbols;
@@ -356,7 +319,7 @@ struct ArgumentMatcher {
   const SymbolSet* rigid = nullptr;
 
   bool match(const Type& expected, const Type& actual) {
-    // Placeholders (an ADT's type arguments) are solved by joining; an
+    // Unknown types (an ADT's type arguments) are solved by joining; an
     // unknown argument type takes the declared one, seen from the caller.
     if (expected.kind() == TypeKind::incomplete) return joiner.join(expected, actual).has_value();
     if (actual.kind() == TypeKind::incomplete)
@@ -424,7 +387,7 @@ struct ArgumentMatcher {
 };
 
 // Whether `actual` can be used where `expected` is declared (see
-// ArgumentMatcher); on failure every placeholder it solved is restored.
+// ArgumentMatcher); on failure every unknown type it solved is restored.
 bool match_types(std::unordered_map<const TypeNode*, Type>& solutions, const Type& expected,
                  const Type& actual, SymbolMap& symbols, const SymbolSet* rigid) {
   Joiner joiner{solutions, {}};

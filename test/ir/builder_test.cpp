@@ -221,7 +221,7 @@ TEST_CASE("host-side ADT values: build a tree, read it back", "[ir]") {
   CHECK_NIMBLE_ERROR(leaf.value({}), ErrorKind::invalid_argument, "Leaf: expected 1 fields, got 0");
 }
 
-TEST_CASE("placeholders that would form a cycle are a type error, not a crash", "[ir]") {
+TEST_CASE("unknown types that would form a cycle are a type error, not a crash", "[ir]") {
   Builder b;
   Adt option = b.option();
   Adt list = b.list();

@@ -151,7 +151,7 @@ class TypeVarNode final : public TypeNode {
   const std::string name;
 };
 
-/// A placeholder that type inference resolves by unification; never appears
+/// An unknown type (a hole) that type inference solves by joining; never appears
 /// in a checked program. `id` names it in messages ("?T1").
 class IncompleteTypeNode final : public TypeNode {
  public:
