@@ -3,5 +3,6 @@
 
 #include "nimble/runtime.hpp"
 #include "nimble/builder.hpp"
+#include "nimble/interpreter.hpp"
 #include "nimble/ir/module.hpp"
 #include "nimble/target.hpp"

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "nimble/ir/expr.hpp"
+#include "nimble/runtime/value.hpp"
 
 namespace nimble::ir {
 
@@ -28,14 +29,31 @@ struct AttrSpec {
 /// inference adds the op name and where the call was built.
 using TypeRelation = Type (*)(std::span<const Type> args, const Attrs& attrs);
 
+/// Computes an op call on run-time values: the oracle that every compiled
+/// kernel is checked against (lib/ops/*.cpp state the semantics per family).
+///
+/// `args` are the op's arguments in arg_names order, already checked against
+/// the type relation at compile time, but with run-time shapes: what the types
+/// left open (Any and symbolic dims: broadcasting, matching reduction dims,
+/// divisibility, index ranges, element counts) is checked here. The result is
+/// always fresh: it never aliases an argument, and no argument is modified.
+///
+/// Fails with nimble::Error: invalid_argument for shapes that do not fit
+/// together, runtime_error for bad data (an index out of range, an integer
+/// division by zero). Like type relations, messages name the arguments as
+/// arg_names do but not the op; the caller adds the op name and the call site.
+/// Thread-safe: kernels keep no state.
+using ReferenceKernel = Value (*)(std::span<const Value> args, const Attrs& attrs);
+
 struct OpDef {
   std::string_view name;
   /// Names of the arguments, in order; the op takes exactly this many.
   std::span<const std::string_view> arg_names;
   std::span<const AttrSpec> attrs;
   TypeRelation type_relation;
-  // The op library issue adds: shape function, reference implementation and
-  // compute rule.
+  // The op library issue adds: shape function and compute rule.
+  /// The reference implementation; nullptr where the op has none yet.
+  ReferenceKernel reference = nullptr;
 };
 
 /// Every registered op (lib/ops/registry.cpp).

@@ -1,6 +1,23 @@
 // Creation ops and ops whose result shape depends on run-time values: the
 // extents they produce are Any, their ranks come from the types.
+//
+// Reference semantics:
+//  - zeros, ones, full take the shape as an i64[k] tensor at run time; a
+//    negative extent is Error(invalid_argument). full converts its scalar
+//    value to the dtype attribute as cast does (reference_util.hpp: convert).
+//  - arange(start, stop, step): ceil((stop - start) / step) elements (none
+//    when the range is empty), element i = start + i·step computed in double
+//    for floating point (rounded once) and exactly for integers. A zero step
+//    or a non-finite bound is Error(runtime_error).
+//  - nonzero(x): i64[count, rank], the indices of the elements != 0 (NaN is
+//    non-zero) in row-major order; a scalar gives [count, 0].
+//  - shape_of(x): i64[rank].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
 
 namespace nimble::ops {
@@ -46,19 +63,140 @@ std::span<const ir::AttrSpec> dtype_attrs() {
   return attrs;
 }
 
+
+// --- reference kernels ------------------------------------------------------------------
+
+// The run-time shape given as the i64 vector argument `shape`.
+nimble::Shape shape_arg(std::span<const Value> args) {
+  const Tensor& t = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t> dims = ref::i64_values(t, "shape");
+  if (t.rank() != 1)
+    throw_error(ErrorKind::invalid_argument, "shape must be an i64 vector, got {}",
+                nimble::to_string(t.shape()));
+  for (std::int64_t d : dims)
+    if (d < 0)
+      throw_error(ErrorKind::invalid_argument, "shape {} has a negative extent {}",
+                  to_string(dims), d);
+  return ref::make_shape(dims);
+}
+
+// A tensor of the attribute dtype with every element converted from `value`.
+template <const OpDef& (*Op)()>
+Tensor filled_tensor(std::span<const Value> args, const ir::Attrs& attrs, const Tensor& value) {
+  Tensor out = ref::fresh(shape_arg(args), dtype_attr(Op(), attrs, "dtype"));
+  ref::dispatch<ref::Accepts::any>(value.dtype(), "value", [&](auto from_tag) {
+    using From = decltype(from_tag);
+    ref::dispatch<ref::Accepts::any>(out.dtype(), "dtype", [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const To element = ref::convert<To>(value.data<From>()[0]);
+      To* po = out.data<To>();
+      for (std::int64_t i = 0; i < out.numel(); ++i) po[i] = element;
+    });
+  });
+  return out;
+}
+
+template <const OpDef& (*Op)(), std::int64_t kValue>
+Value constant_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  return filled_tensor<Op>(args, attrs, Tensor::scalar(kValue));
+}
+
+Value full_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& value = ref::tensor_arg(args, 1);
+  if (value.numel() != 1)
+    throw_error(ErrorKind::invalid_argument, "value must be a scalar, got {}",
+                nimble::to_string(value.shape()));
+  return filled_tensor<&full>(args, attrs, value);
+}
+
+Value arange_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& start_t = ref::tensor_arg(args, 0);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Tensor& t = ref::tensor_arg(args, i);
+    if (t.dtype() != start_t.dtype() || t.numel() != 1)
+      throw_error(ErrorKind::invalid_argument, "{} must be a scalar of {}, got {} {}",
+                  kArangeArgs[i], to_string(start_t.dtype()), to_string(t.dtype()),
+                  nimble::to_string(t.shape()));
+  }
+  Tensor out;
+  ref::dispatch<ref::Accepts::numeric>(start_t.dtype(), "start", [&](auto tag) {
+    using T = decltype(tag);
+    const T start = start_t.data<T>()[0];
+    const T stop = ref::tensor_arg(args, 1).data<T>()[0];
+    const T step = ref::tensor_arg(args, 2).data<T>()[0];
+    if (ref::widen(step) == 0) throw_error(ErrorKind::runtime_error, "arange: step is 0");
+    if constexpr (ref::is_float_v<T>) {
+      const double b = to_double(start), e = to_double(stop), s = to_double(step);
+      if (!std::isfinite(b) || !std::isfinite(e) || !std::isfinite(s))
+        throw_error(ErrorKind::runtime_error, "arange: start {}, stop {} and step {} must be finite",
+                    b, e, s);
+      const double count = std::max(0.0, std::ceil((e - b) / s));
+      if (count > 9.0e18)
+        throw_error(ErrorKind::runtime_error, "arange: {} elements are too many", count);
+      out = ref::fresh(nimble::Shape{static_cast<std::int64_t>(count)}, start_t.dtype());
+      T* po = out.data<T>();
+      for (std::int64_t i = 0; i < out.numel(); ++i)
+        po[i] = ref::from_double<T>(b + static_cast<double>(i) * s);
+    } else {
+      // |stop - start| and |step| fit in uint64 for every pair of T values.
+      const auto ub = static_cast<std::uint64_t>(start), ue = static_cast<std::uint64_t>(stop);
+      const auto us = static_cast<std::uint64_t>(step);
+      std::uint64_t count = 0;
+      if (step > 0 && stop > start) count = (ue - ub - 1) / us + 1;
+      if (step < 0 && stop < start) count = (ub - ue - 1) / (0 - us) + 1;
+      if (count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        throw_error(ErrorKind::runtime_error, "arange: {} elements are too many", count);
+      out = ref::fresh(nimble::Shape{static_cast<std::int64_t>(count)}, start_t.dtype());
+      T* po = out.data<T>();
+      for (std::int64_t i = 0; i < out.numel(); ++i)
+        po[i] = ref::wrap<T>(ub + static_cast<std::uint64_t>(i) * us);
+    }
+  });
+  return out;
+}
+
+Value nonzero_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  std::vector<std::int64_t> flats;
+  ref::dispatch<ref::Accepts::any>(x.dtype(), "x", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = x.data<T>();
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      if (ref::widen(in[i]) != 0) flats.push_back(i);
+  });
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  Tensor out = ref::fresh(nimble::Shape{static_cast<std::int64_t>(flats.size()), rank}, DType::i64);
+  std::int64_t* po = out.data<std::int64_t>();
+  for (std::int64_t flat : flats) {
+    for (std::int64_t d = rank; d-- > 0;) {
+      po[d] = flat % x.shape()[static_cast<std::size_t>(d)];
+      flat /= x.shape()[static_cast<std::size_t>(d)];
+    }
+    po += rank;
+  }
+  return out;
+}
+
+Value shape_of_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t> dims = ref::dims_of(x.shape());
+  return Tensor::from_data(nimble::Shape{static_cast<std::int64_t>(dims.size())},
+                           std::span<const std::int64_t>(dims));
+}
+
 }  // namespace
 
 const OpDef& zeros() {
   static const OpDef def{.name = "zeros",
                          .arg_names = kShape,
                          .attrs = dtype_attrs(),
-                         .type_relation = &filled<&zeros>};
+                         .type_relation = &filled<&zeros>, .reference = &constant_kernel<&zeros, 0>};
   return def;
 }
 
 const OpDef& ones() {
   static const OpDef def{
-      .name = "ones", .arg_names = kShape, .attrs = dtype_attrs(), .type_relation = &filled<&ones>};
+      .name = "ones", .arg_names = kShape, .attrs = dtype_attrs(), .type_relation = &filled<&ones>, .reference = &constant_kernel<&ones, 1>};
   return def;
 }
 
@@ -66,25 +204,25 @@ const OpDef& full() {
   static const OpDef def{.name = "full",
                          .arg_names = kFullArgs,
                          .attrs = dtype_attrs(),
-                         .type_relation = &filled<&full>};
+                         .type_relation = &filled<&full>, .reference = &full_kernel};
   return def;
 }
 
 const OpDef& arange() {
   static const OpDef def{
-      .name = "arange", .arg_names = kArangeArgs, .attrs = {}, .type_relation = &arange_relation};
+      .name = "arange", .arg_names = kArangeArgs, .attrs = {}, .type_relation = &arange_relation, .reference = &arange_kernel};
   return def;
 }
 
 const OpDef& nonzero() {
   static const OpDef def{
-      .name = "nonzero", .arg_names = kX, .attrs = {}, .type_relation = &nonzero_relation};
+      .name = "nonzero", .arg_names = kX, .attrs = {}, .type_relation = &nonzero_relation, .reference = &nonzero_kernel};
   return def;
 }
 
 const OpDef& shape_of() {
   static const OpDef def{
-      .name = "shape_of", .arg_names = kX, .attrs = {}, .type_relation = &shape_of_relation};
+      .name = "shape_of", .arg_names = kX, .attrs = {}, .type_relation = &shape_of_relation, .reference = &shape_of_kernel};
   return def;
 }
 

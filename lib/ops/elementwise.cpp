@@ -1,6 +1,21 @@
 // Elementwise unary ops: (x) -> x's type. Float dtypes only, except neg and
 // abs (any numeric dtype), cast (any dtype) and logical_not (bool).
+//
+// Reference semantics (the arithmetic rules of reference_util.hpp apply):
+//  - floating ops compute in double and round once: exp, log, sqrt, rsqrt
+//    (1/sqrt), tanh, erf; sigmoid is 1/(1+exp(-x)) for x >= 0 and
+//    exp(x)/(1+exp(x)) below, so that neither overflows; relu is max(x, 0)
+//    with NaN kept (as PyTorch); gelu is the erf form 0.5·x·(1+erf(x/√2)).
+//    IEEE results otherwise: log(0) = -inf, log(-1) = NaN, sqrt(-1) = NaN.
+//  - neg and abs on integers wrap: neg(INT_MIN) = abs(INT_MIN) = INT_MIN (as PyTorch).
+//  - cast: floating to integer truncates toward zero and saturates (NaN -> 0,
+//    out of range and ±inf -> the nearest limit); integer to integer wraps;
+//    anything to bool is x != 0 (NaN is true); bool is 0 or 1.
+//  - logical_not on bool.
+#include <cmath>
+
 #include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
 
 namespace nimble::ops {
@@ -31,84 +46,163 @@ Type logical_not_relation(std::span<const Type> args, const ir::Attrs&) {
   return args[0];
 }
 
+// --- reference kernels ------------------------------------------------------------------
+
+// y = f(x) per element, for `x` of a type `kAccepts` allows; `f` is called
+// with the element (typed) and returns the result element.
+template <ref::Accepts kAccepts, class Fn>
+Value map_unary(std::span<const Value> args, Fn f) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  Tensor y = ref::fresh(x.shape(), x.dtype());
+  ref::dispatch<kAccepts>(x.dtype(), "x", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    for (std::int64_t i = 0; i < x.numel(); ++i) out[i] = f(in[i]);
+  });
+  return y;
+}
+
+// A floating-point op computed in double.
+template <double (*F)(double)>
+Value floating_kernel(std::span<const Value> args, const ir::Attrs&) {
+  return map_unary<ref::Accepts::floating>(args, [](auto v) {
+    return ref::from_double<decltype(v)>(F(to_double(v)));
+  });
+}
+
+double exp_fn(double x) { return std::exp(x); }
+double log_fn(double x) { return std::log(x); }
+double sqrt_fn(double x) { return std::sqrt(x); }
+double rsqrt_fn(double x) { return 1.0 / std::sqrt(x); }
+double tanh_fn(double x) { return std::tanh(x); }
+double erf_fn(double x) { return std::erf(x); }
+double sigmoid_fn(double x) {
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  const double e = std::exp(x);  // x < 0 (or NaN): e <= 1, no overflow
+  return e / (1.0 + e);
+}
+double relu_fn(double x) { return x < 0 ? 0.0 : x; }  // NaN stays NaN
+double gelu_fn(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+Value neg_kernel(std::span<const Value> args, const ir::Attrs&) {
+  return map_unary<ref::Accepts::numeric>(args, [](auto v) {
+    using T = decltype(v);
+    if constexpr (ref::is_float_v<T>)
+      return ref::from_double<T>(-to_double(v));
+    else
+      return ref::wrap<T>(0 - static_cast<std::uint64_t>(v));
+  });
+}
+
+Value abs_kernel(std::span<const Value> args, const ir::Attrs&) {
+  return map_unary<ref::Accepts::numeric>(args, [](auto v) {
+    using T = decltype(v);
+    if constexpr (ref::is_float_v<T>)
+      return ref::from_double<T>(std::fabs(to_double(v)));
+    else
+      return v < 0 ? ref::wrap<T>(0 - static_cast<std::uint64_t>(v)) : v;
+  });
+}
+
+Value logical_not_kernel(std::span<const Value> args, const ir::Attrs&) {
+  return map_unary<ref::Accepts::boolean>(args, [](bool v) { return !v; });
+}
+
+Value cast_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const DType to = dtype_attr(cast(), attrs, "dtype");
+  Tensor y = ref::fresh(x.shape(), to);
+  ref::dispatch<ref::Accepts::any>(x.dtype(), "x", [&](auto from_tag) {
+    using From = decltype(from_tag);
+    ref::dispatch<ref::Accepts::any>(to, "dtype", [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* in = x.data<From>();
+      To* out = y.data<To>();
+      for (std::int64_t i = 0; i < x.numel(); ++i) out[i] = ref::convert<To>(in[i]);
+    });
+  });
+  return y;
+}
+
 }  // namespace
 
 const OpDef& neg() {
   static const OpDef def{
-      .name = "neg", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&neg>};
+      .name = "neg", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&neg>, .reference = &neg_kernel};
   return def;
 }
 
 const OpDef& abs() {
   static const OpDef def{
-      .name = "abs", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&abs>};
+      .name = "abs", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&abs>, .reference = &abs_kernel};
   return def;
 }
 
 const OpDef& exp() {
   static const OpDef def{
-      .name = "exp", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&exp>};
+      .name = "exp", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&exp>, .reference = &floating_kernel<&exp_fn>};
   return def;
 }
 
 const OpDef& log() {
   static const OpDef def{
-      .name = "log", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&log>};
+      .name = "log", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&log>, .reference = &floating_kernel<&log_fn>};
   return def;
 }
 
 const OpDef& sqrt() {
   static const OpDef def{
-      .name = "sqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sqrt>};
+      .name = "sqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sqrt>, .reference = &floating_kernel<&sqrt_fn>};
   return def;
 }
 
 const OpDef& rsqrt() {
   static const OpDef def{
-      .name = "rsqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&rsqrt>};
+      .name = "rsqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&rsqrt>, .reference = &floating_kernel<&rsqrt_fn>};
   return def;
 }
 
 const OpDef& tanh() {
   static const OpDef def{
-      .name = "tanh", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&tanh>};
+      .name = "tanh", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&tanh>, .reference = &floating_kernel<&tanh_fn>};
   return def;
 }
 
 const OpDef& sigmoid() {
   static const OpDef def{
-      .name = "sigmoid", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sigmoid>};
+      .name = "sigmoid", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sigmoid>, .reference = &floating_kernel<&sigmoid_fn>};
   return def;
 }
 
 const OpDef& relu() {
   static const OpDef def{
-      .name = "relu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&relu>};
+      .name = "relu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&relu>, .reference = &floating_kernel<&relu_fn>};
   return def;
 }
 
 const OpDef& gelu() {
   static const OpDef def{
-      .name = "gelu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&gelu>};
+      .name = "gelu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&gelu>, .reference = &floating_kernel<&gelu_fn>};
   return def;
 }
 
 const OpDef& erf() {
   static const OpDef def{
-      .name = "erf", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&erf>};
+      .name = "erf", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&erf>, .reference = &floating_kernel<&erf_fn>};
   return def;
 }
 
 const OpDef& cast() {
   static const ir::AttrSpec attrs[] = {{"dtype", ir::AttrKind::dtype, std::nullopt}};
   static const OpDef def{
-      .name = "cast", .arg_names = kX, .attrs = attrs, .type_relation = &cast_relation};
+      .name = "cast", .arg_names = kX, .attrs = attrs, .type_relation = &cast_relation, .reference = &cast_kernel};
   return def;
 }
 
 const OpDef& logical_not() {
   static const OpDef def{
-      .name = "logical_not", .arg_names = kX, .attrs = {}, .type_relation = &logical_not_relation};
+      .name = "logical_not", .arg_names = kX, .attrs = {}, .type_relation = &logical_not_relation, .reference = &logical_not_kernel};
   return def;
 }
 

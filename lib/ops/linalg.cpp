@@ -1,8 +1,18 @@
 // Linear algebra: dense (x·Wᵀ + b), matmul and batch_matmul (with transposes
 // and a broadcast batch). Reduction dims must be equal; the result keeps the
 // more specific of two equal dims.
+//
+// Reference semantics: products run on Eigen over row-major maps. Floating
+// point is multiplied in double and rounded once to the dtype; integers are
+// multiplied modulo 2^64 and wrap to their dtype (two's complement, as an
+// exact integer product would). Reduction dims (k), bias length and the batch
+// broadcast are checked at run time: a mismatch is Error(invalid_argument)
+// naming both shapes. A k of 0 gives zeros (plus bias).
+#include <eigen3/Eigen/Core>
+
 #include "ops/broadcast.hpp"
 #include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
 #include "support/check.hpp"
 
 namespace nimble::ops {
@@ -85,11 +95,169 @@ std::span<const ir::AttrSpec> transpose_attrs() {
   return attrs;
 }
 
+
+// --- reference kernels ------------------------------------------------------------------
+
+// The type products accumulate in: double for floating point, uint64 (exact
+// modulo 2^64) for integers.
+template <class T>
+using Acc = std::conditional_t<ref::is_float_v<T>, double, std::uint64_t>;
+template <class T>
+using AccMatrix = Eigen::Matrix<Acc<T>, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class T>
+Acc<T> widen_acc(T v) {
+  if constexpr (ref::is_float_v<T>)
+    return to_double(v);
+  else
+    return static_cast<std::uint64_t>(v);
+}
+
+template <class T>
+T narrow_acc(Acc<T> v) {
+  if constexpr (ref::is_float_v<T>)
+    return ref::from_double<T>(v);
+  else
+    return ref::wrap<T>(v);
+}
+
+// The rows × cols row-major matrix at `data`, widened.
+template <class T>
+AccMatrix<T> load_matrix(const T* data, std::int64_t rows, std::int64_t cols) {
+  AccMatrix<T> m(rows, cols);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) m(i, j) = widen_acc(data[i * cols + j]);
+  return m;
+}
+
+template <class T>
+void store_matrix(const AccMatrix<T>& m, T* out) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out[i * m.cols() + j] = narrow_acc<T>(m(i, j));
+}
+
+// op(a) · op(b) where op transposes as asked; a is stored [m, k] (or [k, m]
+// when ta), b [k, n] (or [n, k] when tb).
+template <class T>
+AccMatrix<T> product(const T* a, const T* b, std::int64_t m, std::int64_t k, std::int64_t n,
+                     bool ta, bool tb) {
+  const AccMatrix<T> ma = ta ? load_matrix(a, k, m) : load_matrix(a, m, k);
+  const AccMatrix<T> mb = tb ? load_matrix(b, n, k) : load_matrix(b, k, n);
+  AccMatrix<T> c = AccMatrix<T>::Zero(m, n);
+  if (m == 0 || k == 0 || n == 0) return c;
+  if (ta && tb)
+    c.noalias() = ma.transpose() * mb.transpose();
+  else if (ta)
+    c.noalias() = ma.transpose() * mb;
+  else if (tb)
+    c.noalias() = ma * mb.transpose();
+  else
+    c.noalias() = ma * mb;
+  return c;
+}
+
+void check_same_dtype(const Tensor& a, std::string_view a_name, const Tensor& b,
+                       std::string_view b_name) {
+  if (a.dtype() != b.dtype())
+    throw_error(ErrorKind::type_error, "{} is {} but {} is {}", a_name, to_string(a.dtype()),
+                b_name, to_string(b.dtype()));
+}
+
+void check_rank(const Tensor& t, std::string_view name, std::size_t rank) {
+  if (t.rank() != rank)
+    throw_error(ErrorKind::invalid_argument, "{} must have rank {}, got {}", name, rank,
+                to_string(t.shape()));
+}
+
+Value dense_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const Tensor& weight = ref::tensor_arg(args, 1);
+  const Tensor& bias = ref::tensor_arg(args, 2);
+  check_same_dtype(x, "x", weight, "weight");
+  check_same_dtype(x, "x", bias, "bias");
+  if (x.rank() < 1)
+    throw_error(ErrorKind::invalid_argument, "x must have rank >= 1, got {}", to_string(x.shape()));
+  check_rank(weight, "weight", 2);
+  check_rank(bias, "bias", 1);
+  const std::int64_t k = x.dim(-1);
+  const std::int64_t n = weight.dim(0);
+  if (weight.dim(1) != k)
+    throw_error(ErrorKind::invalid_argument, "x {} has {} columns but weight {} expects {}",
+                to_string(x.shape()), k, to_string(weight.shape()), weight.dim(1));
+  if (bias.dim(0) != n)
+    throw_error(ErrorKind::invalid_argument, "bias {} has {} elements but weight {} has {} rows",
+                to_string(bias.shape()), bias.dim(0), to_string(weight.shape()), n);
+  std::vector<std::int64_t> dims = ref::dims_of(x.shape());
+  dims.back() = n;
+  Tensor out = ref::fresh(ref::make_shape(dims), x.dtype());
+  std::int64_t rows = 1;  // x as a [rows, k] matrix
+  for (std::size_t d = 0; d + 1 < x.rank(); ++d) rows *= x.shape()[d];
+  ref::dispatch<ref::Accepts::numeric>(x.dtype(), "x", [&](auto tag) {
+    using T = decltype(tag);
+    AccMatrix<T> y = product(x.data<T>(), weight.data<T>(), rows, k, n, false, true);
+    const T* pb = bias.data<T>();
+    for (Eigen::Index j = 0; j < y.cols(); ++j) y.col(j).array() += widen_acc(pb[j]);
+    store_matrix(y, out.data<T>());
+  });
+  return out;
+}
+
+// The [m, k, n] of op(a) · op(b) over the last two dims of a and b, checked.
+struct ProductDims {
+  std::int64_t m, k, n;
+};
+
+ProductDims product_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const std::int64_t m = a.dim(ta ? -1 : -2);
+  const std::int64_t ka = a.dim(ta ? -2 : -1);
+  const std::int64_t kb = b.dim(tb ? -1 : -2);
+  const std::int64_t n = b.dim(tb ? -2 : -1);
+  if (ka != kb)
+    throw_error(ErrorKind::invalid_argument, "a {} has k = {} but b {} has k = {}",
+                to_string(a.shape()), ka, to_string(b.shape()), kb);
+  return {m, ka, n};
+}
+
+template <const OpDef& (*Op)()>
+Value matmul_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  constexpr bool kBatched = Op == &batch_matmul;
+  const std::size_t rank = kBatched ? 3 : 2;
+  const Tensor& a = ref::tensor_arg(args, 0);
+  const Tensor& b = ref::tensor_arg(args, 1);
+  check_same_dtype(a, "a", b, "b");
+  check_rank(a, "a", rank);
+  check_rank(b, "b", rank);
+  const bool ta = bool_attr(Op(), attrs, "transpose_a");
+  const bool tb = bool_attr(Op(), attrs, "transpose_b");
+  const ProductDims dims = product_dims(a, b, ta, tb);
+  const std::int64_t m = dims.m, k = dims.k, n = dims.n;
+  std::int64_t batch = 1;
+  if (kBatched) {
+    batch = a.dim(0);
+    if (a.dim(0) != b.dim(0) && a.dim(0) != 1 && b.dim(0) != 1)
+      throw_error(ErrorKind::invalid_argument, "a {} and b {} do not broadcast: dim 0 is {} vs {}",
+                  to_string(a.shape()), to_string(b.shape()), a.dim(0), b.dim(0));
+    if (a.dim(0) == 1) batch = b.dim(0);
+  }
+  Tensor out = ref::fresh(kBatched ? nimble::Shape{batch, m, n} : nimble::Shape{m, n}, a.dtype());
+  ref::dispatch<ref::Accepts::numeric>(a.dtype(), "a", [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t a_step = a.dim(0) == 1 || !kBatched ? 0 : m * k;
+    const std::int64_t b_step = b.dim(0) == 1 || !kBatched ? 0 : k * n;
+    for (std::int64_t i = 0; i < batch; ++i) {
+      const AccMatrix<T> c =
+          product(a.data<T>() + i * a_step, b.data<T>() + i * b_step, m, k, n, ta, tb);
+      store_matrix(c, out.data<T>() + i * m * n);
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 const OpDef& dense() {
   static const OpDef def{
-      .name = "dense", .arg_names = kDenseArgs, .attrs = {}, .type_relation = &dense_relation};
+      .name = "dense", .arg_names = kDenseArgs, .attrs = {}, .type_relation = &dense_relation, .reference = &dense_kernel};
   return def;
 }
 
@@ -97,7 +265,7 @@ const OpDef& matmul() {
   static const OpDef def{.name = "matmul",
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
-                         .type_relation = &matmul_relation};
+                         .type_relation = &matmul_relation, .reference = &matmul_kernel<&matmul>};
   return def;
 }
 
@@ -105,7 +273,7 @@ const OpDef& batch_matmul() {
   static const OpDef def{.name = "batch_matmul",
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
-                         .type_relation = &batch_matmul_relation};
+                         .type_relation = &batch_matmul_relation, .reference = &matmul_kernel<&batch_matmul>};
   return def;
 }
 

@@ -1,6 +1,22 @@
 // Ops that collect the results of a loop: stack (a List of tensors into one
 // tensor) and dynamic_update_slice (write a block into a preallocated one).
+//
+// Reference semantics:
+//  - stack(list): the list is a value of the standard List ADT (tag 0 = Nil
+//    with no fields, tag 1 = Cons(head, tail)), walked iteratively (lists
+//    may be long). The elements, first element first, are stacked along a
+//    new axis `axis` (0 by default). They must share one shape and dtype
+//    (else Error(invalid_argument) / Error(type_error)); an empty list is
+//    Error(invalid_argument), since the element shape is unknown.
+//  - dynamic_update_slice(dest, update, offset): a copy of dest with update
+//    written at rows [offset, offset + rows(update)) of axis 0; update's
+//    other dims must equal dest's (else invalid_argument), and the rows must
+//    lie inside dest (else Error(runtime_error); a negative offset is out of range).
+#include <algorithm>
+#include <cstring>
+
 #include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
 #include "support/check.hpp"
 
@@ -48,12 +64,95 @@ Type dynamic_update_slice_relation(std::span<const Type> args, const ir::Attrs&)
   return args[0];
 }
 
+
+// --- reference kernels ------------------------------------------------------------------
+
+// The elements of a List value, first element first.
+std::vector<const Tensor*> list_elements(const Value& list) {
+  std::vector<const Tensor*> elements;
+  for (const Value* node = &list;;) {
+    const std::uint32_t tag = node->tag();
+    if (tag == 0 && node->fields().empty()) return elements;
+    if (tag != 1 || node->fields().size() != 2)
+      throw_error(ErrorKind::type_error,
+                  "list must be a List value (Nil, or Cons with 2 fields), got constructor {} "
+                  "with {} fields",
+                  tag, node->fields().size());
+    elements.push_back(&(*node)[0].tensor());
+    node = &(*node)[1];
+  }
+}
+
+Value stack_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  NIMBLE_ASSERT(!args.empty(), "stack: missing argument");
+  const std::vector<const Tensor*> elements = list_elements(args[0]);
+  if (elements.empty())
+    throw_error(ErrorKind::invalid_argument, "cannot stack an empty list: the element shape is unknown");
+  const Tensor& first = *elements[0];
+  for (std::size_t i = 1; i < elements.size(); ++i) {
+    const Tensor& t = *elements[i];
+    if (t.dtype() != first.dtype())
+      throw_error(ErrorKind::type_error, "element {} is {} but element 0 is {}", i,
+                  to_string(t.dtype()), to_string(first.dtype()));
+    if (t.shape() != first.shape())
+      throw_error(ErrorKind::invalid_argument, "element {} has shape {} but element 0 has {}", i,
+                  nimble::to_string(t.shape()), nimble::to_string(first.shape()));
+  }
+  const std::size_t axis = normalize_axis(int_attr(stack(), attrs, "axis"), first.rank() + 1);
+  std::vector<std::int64_t> dims = ref::dims_of(first.shape());
+  dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis),
+              static_cast<std::int64_t>(elements.size()));
+  Tensor out = ref::fresh(ref::make_shape(dims), first.dtype());
+  if (out.numel() == 0) return out;
+  // Element e's block b (of `inner` elements) goes to (b * count + e) * inner.
+  const ref::AxisSplit s = ref::split_at(out.shape(), axis);
+  const std::size_t block = static_cast<std::size_t>(s.inner) * dtype_size(first.dtype());
+  auto* o = static_cast<std::byte*>(out.raw_data());
+  for (std::size_t e = 0; e < elements.size(); ++e) {
+    const auto* in = static_cast<const std::byte*>(elements[e]->raw_data());
+    for (std::int64_t b = 0; b < s.outer; ++b)
+      std::memcpy(o + (static_cast<std::size_t>(b) * elements.size() + e) * block,
+                  in + static_cast<std::size_t>(b) * block, block);
+  }
+  return out;
+}
+
+Value dynamic_update_slice_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& dest = ref::tensor_arg(args, 0);
+  const Tensor& update = ref::tensor_arg(args, 1);
+  const std::vector<std::int64_t> offset_values = ref::i64_values(ref::tensor_arg(args, 2), "offset");
+  if (offset_values.size() != 1)
+    throw_error(ErrorKind::invalid_argument, "offset must be an i64 scalar, got {} elements",
+                offset_values.size());
+  if (dest.dtype() != update.dtype())
+    throw_error(ErrorKind::type_error, "dest is {} but update is {}", to_string(dest.dtype()),
+                to_string(update.dtype()));
+  const bool same_rows = dest.rank() >= 1 && update.rank() == dest.rank() &&
+                         std::equal(dest.shape().begin() + 1, dest.shape().end(),
+                                    update.shape().begin() + 1);
+  if (!same_rows)
+    throw_error(ErrorKind::invalid_argument, "update {} does not fit the rows of dest {}",
+                nimble::to_string(update.shape()), nimble::to_string(dest.shape()));
+  const std::int64_t offset = offset_values[0];
+  const std::int64_t rows = update.shape()[0];
+  if (offset < 0 || offset > dest.shape()[0] - rows)
+    throw_error(ErrorKind::runtime_error,
+                "update {} at offset {} is out of range for dest {}",
+                nimble::to_string(update.shape()), offset, nimble::to_string(dest.shape()));
+  Tensor out = dest.clone();
+  if (update.nbytes() != 0)
+    std::memcpy(static_cast<std::byte*>(out.raw_data()) +
+                    static_cast<std::size_t>(offset) * (dest.nbytes() / static_cast<std::size_t>(dest.shape()[0])),
+                update.raw_data(), update.nbytes());
+  return out;
+}
+
 }  // namespace
 
 const OpDef& stack() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::int64_t{0}}};
   static const OpDef def{
-      .name = "stack", .arg_names = kList, .attrs = attrs, .type_relation = &stack_relation};
+      .name = "stack", .arg_names = kList, .attrs = attrs, .type_relation = &stack_relation, .reference = &stack_kernel};
   return def;
 }
 
@@ -61,7 +160,7 @@ const OpDef& dynamic_update_slice() {
   static const OpDef def{.name = "dynamic_update_slice",
                          .arg_names = kUpdateArgs,
                          .attrs = {},
-                         .type_relation = &dynamic_update_slice_relation};
+                         .type_relation = &dynamic_update_slice_relation, .reference = &dynamic_update_slice_kernel};
   return def;
 }
 

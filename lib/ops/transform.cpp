@@ -2,11 +2,34 @@
 // concatenate, split, strided_slice, dynamic_strided_slice, take, embedding.
 // Extents that depend on run-time values are Any; extents the types determine
 // (static dims, or a symbol that cancels out) are kept.
+//
+// Reference semantics (every result is a fresh copy; shapes that do not fit
+// are Error(invalid_argument), bad index data Error(runtime_error)):
+//  - reshape: -1 infers one dim from the element count (an error when the
+//    count is not a multiple, or when the other dims hold a 0 so that -1 is
+//    ambiguous); 0 copies x's dim at that position unless allow_zero.
+//  - transpose permutes (axes [] reverses); expand_dims inserts a 1.
+//  - squeeze with axes checks that each is 1 at run time; with axes []
+//    it drops every dim that is 1 AT RUN TIME (the kernel sees no types: for
+//    x of type f32[?, 3] holding [1, 3] that differs from the type relation,
+//    which keeps the Any dim, so callers should pass explicit axes there).
+//  - concatenate: fields agree on rank, dtype and every dim but the axis.
+//  - split: sections must divide the axis at run time; indices (ascending,
+//    >= 0) must not go past its extent; the last part runs to the end.
+//  - strided_slice, dynamic_strided_slice: numpy/PyTorch slicing: negative
+//    begin/end count from the end, then clamp to [0, extent]; strides must be
+//    positive (a zero or negative stride is an error); an empty range gives
+//    extent 0. dynamic_strided_slice slices the leading axes with stride 1.
+//  - take, embedding: each index must lie in [0, extent); a negative index is
+//    out of range (no wrap-around as in numpy), and so is every index into
+//    an empty axis. The error names the index's position, value and the extent.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
 #include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
 #include "support/check.hpp"
 
@@ -347,13 +370,353 @@ Type embedding_relation(std::span<const Type> args, const ir::Attrs&) {
   return ir::tensor_type(std::move(shape), table.dtype);
 }
 
+
+// --- reference kernels ------------------------------------------------------------------
+
+std::string shape_string(const Tensor& t) {
+  return nimble::to_string(t.shape());
+}
+
+// Row-major element strides of `shape`.
+std::vector<std::int64_t> row_major_strides(const nimble::Shape& shape) {
+  std::vector<std::int64_t> strides(shape.rank(), 1);
+  for (std::size_t d = shape.rank(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+// A fresh tensor of `shape` whose element at index i is src's element at
+// offset + Σ i[d]·strides[d] (in elements).
+Tensor gather_strided(const Tensor& src, const nimble::Shape& shape, std::int64_t offset,
+                      std::span<const std::int64_t> strides) {
+  Tensor out = ref::fresh(shape, src.dtype());
+  if (out.numel() == 0) return out;
+  const std::size_t size = dtype_size(src.dtype());
+  const auto* in = static_cast<const std::byte*>(src.raw_data());
+  auto* o = static_cast<std::byte*>(out.raw_data());
+  std::vector<std::int64_t> index(shape.rank(), 0);
+  std::int64_t at = offset;
+  for (std::int64_t flat = 0; flat < out.numel(); ++flat) {
+    std::memcpy(o + static_cast<std::size_t>(flat) * size, in + static_cast<std::size_t>(at) * size,
+                size);
+    for (std::size_t d = shape.rank(); d-- > 0;) {
+      if (++index[d] < shape[d]) {
+        at += strides[d];
+        break;
+      }
+      at -= strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// A fresh copy of x with another shape of the same element count.
+Tensor copy_as(const Tensor& x, const std::vector<std::int64_t>& dims) {
+  return x.clone().reshape(ref::make_shape(dims));
+}
+
+Value reshape_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t>& newshape = ints_attr(reshape(), attrs, "newshape");
+  const bool allow_zero = bool_attr(reshape(), attrs, "allow_zero");
+  std::vector<std::int64_t> dims;
+  std::optional<std::size_t> inferred;
+  std::int64_t known = 1;  // the product of the dims other than -1
+  for (std::size_t i = 0; i < newshape.size(); ++i) {
+    std::int64_t v = newshape[i];
+    if (v == -1) {
+      if (inferred)
+        throw_error(ErrorKind::invalid_argument, "newshape {} has more than one -1",
+                    to_string(newshape));
+      inferred = i;
+      dims.push_back(1);
+      continue;
+    }
+    if (v < -1)
+      throw_error(ErrorKind::invalid_argument, "newshape {} has a negative dim {}",
+                  to_string(newshape), v);
+    if (v == 0 && !allow_zero) {
+      if (i >= x.rank())
+        throw_error(ErrorKind::invalid_argument, "newshape {} copies dim {} but x {} has rank {}",
+                    to_string(newshape), i, shape_string(x), x.rank());
+      v = x.shape()[i];
+    }
+    if (__builtin_mul_overflow(known, v, &known))
+      throw_error(ErrorKind::invalid_argument, "newshape {} has too many elements",
+                  to_string(newshape));
+    dims.push_back(v);
+  }
+  if (inferred) {
+    if (known == 0 && x.numel() == 0)
+      throw_error(ErrorKind::invalid_argument,
+                  "x {} cannot be reshaped to {}: with a 0 among the other dims the -1 is "
+                  "ambiguous",
+                  shape_string(x), to_string(newshape));
+    if (known == 0 || x.numel() % known != 0)
+      throw_error(ErrorKind::invalid_argument,
+                  "x {} cannot be reshaped to {}: {} elements are not a multiple of {}",
+                  shape_string(x), to_string(newshape), x.numel(), known);
+    dims[*inferred] = x.numel() / known;
+  } else if (known != x.numel()) {
+    throw_error(ErrorKind::invalid_argument, "x {} has {} elements but newshape {} has {}",
+                shape_string(x), x.numel(), to_string(newshape), known);
+  }
+  return copy_as(x, dims);
+}
+
+Value transpose_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t>& axes = ints_attr(transpose(), attrs, "axes");
+  std::vector<std::size_t> perm(x.rank());
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < x.rank(); ++i) perm[i] = x.rank() - 1 - i;
+  } else {
+    if (axes.size() != x.rank())
+      throw_error(ErrorKind::invalid_argument, "axes {} is not a permutation of the {} axes of x",
+                  to_string(axes), x.rank());
+    perm = normalize_axes(axes, x.rank());
+  }
+  const std::vector<std::int64_t> in_strides = row_major_strides(x.shape());
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> strides;
+  for (std::size_t axis : perm) {
+    dims.push_back(x.shape()[axis]);
+    strides.push_back(in_strides[axis]);
+  }
+  return gather_strided(x, ref::make_shape(dims), 0, strides);
+}
+
+Value expand_dims_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::size_t axis = normalize_axis(int_attr(expand_dims(), attrs, "axis"), x.rank() + 1);
+  std::vector<std::int64_t> dims = ref::dims_of(x.shape());
+  dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis), 1);
+  return copy_as(x, dims);
+}
+
+Value squeeze_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t>& axes = ints_attr(squeeze(), attrs, "axes");
+  const std::vector<std::size_t> squeezed = normalize_axes(axes, x.rank());
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < x.rank(); ++i) {
+    const std::int64_t d = x.shape()[i];
+    const bool named = std::find(squeezed.begin(), squeezed.end(), i) != squeezed.end();
+    if (named && d != 1)
+      throw_error(ErrorKind::invalid_argument, "axis {} of x {} is {}, not 1", i, shape_string(x),
+                  d);
+    if (!(axes.empty() ? d == 1 : named)) dims.push_back(d);
+  }
+  return copy_as(x, dims);
+}
+
+Value concatenate_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  NIMBLE_ASSERT(!args.empty(), "concatenate: missing argument");
+  const std::span<const Value> values = args[0].fields();
+  if (values.empty())
+    throw_error(ErrorKind::invalid_argument, "fields must be a non-empty tuple of tensors");
+  std::vector<const Tensor*> fields;
+  for (const Value& v : values) fields.push_back(&v.tensor());
+  const Tensor& first = *fields[0];
+  const std::size_t axis = normalize_axis(int_attr(concatenate(), attrs, "axis"), first.rank());
+  std::vector<std::int64_t> dims = ref::dims_of(first.shape());
+  dims[axis] = 0;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const Tensor& t = *fields[i];
+    if (t.dtype() != first.dtype())
+      throw_error(ErrorKind::type_error, "fields.0 is {} but fields.{} is {}",
+                  to_string(first.dtype()), i, to_string(t.dtype()));
+    if (t.rank() != first.rank())
+      throw_error(ErrorKind::invalid_argument, "fields.{} {} has rank {} but fields.0 {} has rank {}",
+                  i, shape_string(t), t.rank(), shape_string(first), first.rank());
+    for (std::size_t d = 0; d < first.rank(); ++d)
+      if (d != axis && t.shape()[d] != first.shape()[d])
+        throw_error(ErrorKind::invalid_argument,
+                    "fields.{} {} has {} at dim {} but fields.0 {} has {}", i, shape_string(t),
+                    t.shape()[d], d, shape_string(first), first.shape()[d]);
+    dims[axis] += t.shape()[axis];
+  }
+  Tensor out = ref::fresh(ref::make_shape(dims), first.dtype());
+  if (out.numel() == 0) return out;
+  const std::size_t size = dtype_size(first.dtype());
+  const ref::AxisSplit s = ref::split_at(out.shape(), axis);
+  auto* o = static_cast<std::byte*>(out.raw_data());
+  for (std::int64_t outer = 0; outer < s.outer; ++outer) {
+    for (const Tensor* t : fields) {
+      const auto block = static_cast<std::size_t>(t->shape()[axis] * s.inner) * size;
+      if (block == 0) continue;
+      std::memcpy(o, static_cast<const std::byte*>(t->raw_data()) + static_cast<std::size_t>(outer) * block,
+                  block);
+      o += block;
+    }
+  }
+  return out;
+}
+
+// Elements [begin, end) of x along `axis`, as a fresh tensor.
+Tensor axis_range(const Tensor& x, std::size_t axis, std::int64_t begin, std::int64_t end) {
+  std::vector<std::int64_t> dims = ref::dims_of(x.shape());
+  dims[axis] = end - begin;
+  const std::vector<std::int64_t> strides = row_major_strides(x.shape());
+  const std::int64_t offset = x.numel() == 0 ? 0 : begin * strides[axis];
+  return gather_strided(x, ref::make_shape(dims), offset, strides);
+}
+
+Value split_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::int64_t sections = int_attr(split(), attrs, "sections");
+  const std::vector<std::int64_t>& indices = ints_attr(split(), attrs, "indices");
+  const std::size_t axis = normalize_axis(int_attr(split(), attrs, "axis"), x.rank());
+  const std::int64_t extent = x.shape()[axis];
+  std::vector<std::int64_t> bounds{0};  // part i is [bounds[i], bounds[i + 1])
+  if (sections > 0) {
+    if (extent % sections != 0)
+      throw_error(ErrorKind::invalid_argument,
+                  "axis {} of x {} has {} elements, not divisible into {}", axis, shape_string(x),
+                  extent, sections);
+    for (std::int64_t i = 1; i <= sections; ++i) bounds.push_back(i * (extent / sections));
+  } else {
+    if (indices.empty() || indices.front() < 0 || !std::is_sorted(indices.begin(), indices.end()))
+      throw_error(ErrorKind::invalid_argument, "indices {} must be >= 0 and ascending",
+                  to_string(indices));
+    if (indices.back() > extent)
+      throw_error(ErrorKind::invalid_argument,
+                  "indices {} go past the {} elements of axis {} of x {}", to_string(indices),
+                  extent, axis, shape_string(x));
+    bounds.insert(bounds.end(), indices.begin(), indices.end());
+    bounds.push_back(extent);
+  }
+  std::vector<Value> parts;
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
+    parts.emplace_back(axis_range(x, axis, bounds[i], bounds[i + 1]));
+  return Value::tuple(std::move(parts));
+}
+
+// One axis of a slice: x[begin:end:stride] along `axis`, numpy semantics.
+struct AxisSlice {
+  std::size_t axis;
+  std::int64_t begin, end, stride;
+};
+
+Tensor slice(const Tensor& x, std::span<const AxisSlice> slices) {
+  std::vector<std::int64_t> dims = ref::dims_of(x.shape());
+  std::vector<std::int64_t> strides = row_major_strides(x.shape());
+  std::int64_t offset = 0;
+  for (const AxisSlice& s : slices) {
+    const std::int64_t d = dims[s.axis];
+    const auto bound = [d](std::int64_t v) { return std::clamp(v < 0 ? v + d : v, std::int64_t{0}, d); };
+    const std::int64_t b = bound(s.begin);
+    const std::int64_t e = bound(s.end);
+    dims[s.axis] = e > b ? (e - b - 1) / s.stride + 1 : 0;
+    offset += b * strides[s.axis];
+    strides[s.axis] *= s.stride;
+  }
+  const nimble::Shape shape = ref::make_shape(dims);
+  return gather_strided(x, shape, shape.numel() == 0 ? 0 : offset, strides);
+}
+
+Value strided_slice_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t>& begin = ints_attr(strided_slice(), attrs, "begin");
+  const std::vector<std::int64_t>& end = ints_attr(strided_slice(), attrs, "end");
+  const std::vector<std::int64_t>& strides = ints_attr(strided_slice(), attrs, "strides");
+  const std::vector<std::int64_t>& axes = ints_attr(strided_slice(), attrs, "axes");
+  const std::size_t k = begin.size();
+  if (end.size() != k || (!strides.empty() && strides.size() != k) ||
+      (!axes.empty() && axes.size() != k) || (axes.empty() && k > x.rank()))
+    throw_error(ErrorKind::invalid_argument,
+                "begin {}, end {}, strides {} and axes {} do not describe a slice of x {}",
+                to_string(begin), to_string(end), to_string(strides), to_string(axes),
+                shape_string(x));
+  const std::vector<std::size_t> normalized = normalize_axes(axes, x.rank());
+  std::vector<AxisSlice> slices;
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::int64_t stride = strides.empty() ? 1 : strides[i];
+    if (stride <= 0)
+      throw_error(ErrorKind::invalid_argument, "strides {} has a non-positive stride {}",
+                  to_string(strides), stride);
+    slices.push_back({axes.empty() ? i : normalized[i], begin[i], end[i], stride});
+  }
+  return slice(x, slices);
+}
+
+Value dynamic_strided_slice_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& x = ref::tensor_arg(args, 0);
+  const std::vector<std::int64_t> begin = ref::i64_values(ref::tensor_arg(args, 1), "begin");
+  const std::vector<std::int64_t> end = ref::i64_values(ref::tensor_arg(args, 2), "end");
+  if (ref::tensor_arg(args, 1).rank() != 1 || ref::tensor_arg(args, 2).rank() != 1 ||
+      begin.size() != end.size() || begin.size() > x.rank())
+    throw_error(ErrorKind::invalid_argument,
+                "begin {} and end {} must be vectors of one length <= the rank of x {}",
+                to_string(begin), to_string(end), shape_string(x));
+  std::vector<AxisSlice> slices;
+  for (std::size_t i = 0; i < begin.size(); ++i) slices.push_back({i, begin[i], end[i], 1});
+  return slice(x, slices);
+}
+
+// Index i of an i32 or i64 tensor.
+std::int64_t index_at(const Tensor& indices, std::int64_t i) {
+  if (indices.dtype() == DType::i32) return indices.data<std::int32_t>()[i];
+  return indices.data<std::int64_t>()[i];
+}
+
+// data.shape[:axis] + indices.shape + data.shape[axis+1:], each index in
+// [0, extent) along axis; `describe(position, index)` words the error.
+template <class Describe>
+Tensor gather(const Tensor& data, const Tensor& indices, std::size_t axis, Describe describe) {
+  if (indices.dtype() != DType::i32 && indices.dtype() != DType::i64)
+    throw_error(ErrorKind::type_error, "indices must be i32 or i64, got {}",
+                to_string(indices.dtype()));
+  const ref::AxisSplit s = ref::split_at(data.shape(), axis);
+  for (std::int64_t j = 0; j < indices.numel(); ++j) {
+    const std::int64_t index = index_at(indices, j);
+    if (index < 0 || index >= s.extent)
+      throw_error(ErrorKind::runtime_error, "{}", describe(ref::index_string(indices.shape(), j), index));
+  }
+  std::vector<std::int64_t> dims(data.shape().begin(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  dims.insert(dims.end(), indices.shape().begin(), indices.shape().end());
+  dims.insert(dims.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.shape().end());
+  Tensor out = ref::fresh(ref::make_shape(dims), data.dtype());
+  if (out.numel() == 0) return out;
+  const std::size_t row = static_cast<std::size_t>(s.inner) * dtype_size(data.dtype());
+  const auto* in = static_cast<const std::byte*>(data.raw_data());
+  auto* o = static_cast<std::byte*>(out.raw_data());
+  for (std::int64_t outer = 0; outer < s.outer; ++outer)
+    for (std::int64_t j = 0; j < indices.numel(); ++j, o += row)
+      std::memcpy(o, in + static_cast<std::size_t>(outer * s.extent + index_at(indices, j)) * row, row);
+  return out;
+}
+
+Value take_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
+  const Tensor& data = ref::tensor_arg(args, 0);
+  const Tensor& indices = ref::tensor_arg(args, 1);
+  if (data.rank() == 0)
+    throw_error(ErrorKind::invalid_argument, "data must have rank >= 1, got []");
+  const std::size_t axis = normalize_axis(int_attr(take(), attrs, "axis"), data.rank());
+  return gather(data, indices, axis, [&](const std::string& position, std::int64_t index) {
+    return fmt::format("indices{} = {} is out of range for axis {} of data {} (extent {})",
+                       position, index, axis, shape_string(data), data.shape()[axis]);
+  });
+}
+
+Value embedding_kernel(std::span<const Value> args, const ir::Attrs&) {
+  const Tensor& table = ref::tensor_arg(args, 0);
+  const Tensor& ids = ref::tensor_arg(args, 1);
+  if (table.rank() != 2)
+    throw_error(ErrorKind::invalid_argument, "table must have rank 2, got {}", shape_string(table));
+  return gather(table, ids, 0, [&](const std::string& position, std::int64_t index) {
+    return fmt::format("ids{} = {} is out of range for table {} ({} rows)", position, index,
+                       shape_string(table), table.shape()[0]);
+  });
+}
+
 }  // namespace
 
 const OpDef& reshape() {
   static const ir::AttrSpec attrs[] = {{"newshape", ir::AttrKind::integers, std::nullopt},
                                        {"allow_zero", ir::AttrKind::boolean, false}};
   static const OpDef def{
-      .name = "reshape", .arg_names = kX, .attrs = attrs, .type_relation = &reshape_relation};
+      .name = "reshape", .arg_names = kX, .attrs = attrs, .type_relation = &reshape_relation, .reference = &reshape_kernel};
   return def;
 }
 
@@ -361,7 +724,7 @@ const OpDef& transpose() {
   static const ir::AttrSpec attrs[] = {
       {"axes", ir::AttrKind::integers, std::vector<std::int64_t>{}}};
   static const OpDef def{
-      .name = "transpose", .arg_names = kX, .attrs = attrs, .type_relation = &transpose_relation};
+      .name = "transpose", .arg_names = kX, .attrs = attrs, .type_relation = &transpose_relation, .reference = &transpose_kernel};
   return def;
 }
 
@@ -370,7 +733,7 @@ const OpDef& expand_dims() {
   static const OpDef def{.name = "expand_dims",
                          .arg_names = kX,
                          .attrs = attrs,
-                         .type_relation = &expand_dims_relation};
+                         .type_relation = &expand_dims_relation, .reference = &expand_dims_kernel};
   return def;
 }
 
@@ -378,7 +741,7 @@ const OpDef& squeeze() {
   static const ir::AttrSpec attrs[] = {
       {"axes", ir::AttrKind::integers, std::vector<std::int64_t>{}}};
   static const OpDef def{
-      .name = "squeeze", .arg_names = kX, .attrs = attrs, .type_relation = &squeeze_relation};
+      .name = "squeeze", .arg_names = kX, .attrs = attrs, .type_relation = &squeeze_relation, .reference = &squeeze_kernel};
   return def;
 }
 
@@ -387,7 +750,7 @@ const OpDef& concatenate() {
   static const OpDef def{.name = "concatenate",
                          .arg_names = kFields,
                          .attrs = attrs,
-                         .type_relation = &concatenate_relation};
+                         .type_relation = &concatenate_relation, .reference = &concatenate_kernel};
   return def;
 }
 
@@ -397,7 +760,7 @@ const OpDef& split() {
       {"indices", ir::AttrKind::integers, std::vector<std::int64_t>{}},
       {"axis", ir::AttrKind::integer, std::nullopt}};
   static const OpDef def{
-      .name = "split", .arg_names = kX, .attrs = attrs, .type_relation = &split_relation};
+      .name = "split", .arg_names = kX, .attrs = attrs, .type_relation = &split_relation, .reference = &split_kernel};
   return def;
 }
 
@@ -410,7 +773,7 @@ const OpDef& strided_slice() {
   static const OpDef def{.name = "strided_slice",
                          .arg_names = kX,
                          .attrs = attrs,
-                         .type_relation = &strided_slice_relation};
+                         .type_relation = &strided_slice_relation, .reference = &strided_slice_kernel};
   return def;
 }
 
@@ -418,14 +781,14 @@ const OpDef& dynamic_strided_slice() {
   static const OpDef def{.name = "dynamic_strided_slice",
                          .arg_names = kDynamicSliceArgs,
                          .attrs = {},
-                         .type_relation = &dynamic_strided_slice_relation};
+                         .type_relation = &dynamic_strided_slice_relation, .reference = &dynamic_strided_slice_kernel};
   return def;
 }
 
 const OpDef& take() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::int64_t{0}}};
   static const OpDef def{
-      .name = "take", .arg_names = kTakeArgs, .attrs = attrs, .type_relation = &take_relation};
+      .name = "take", .arg_names = kTakeArgs, .attrs = attrs, .type_relation = &take_relation, .reference = &take_kernel};
   return def;
 }
 
@@ -433,7 +796,7 @@ const OpDef& embedding() {
   static const OpDef def{.name = "embedding",
                          .arg_names = kEmbeddingArgs,
                          .attrs = {},
-                         .type_relation = &embedding_relation};
+                         .type_relation = &embedding_relation, .reference = &embedding_kernel};
   return def;
 }
 

@@ -8,8 +8,9 @@ namespace nimble {
 
 class ValueNode final : public RefCounted {
  public:
-  ValueNode(Value::Kind k, Tensor t, std::vector<Value> f, std::uint32_t tag_)
-      : kind(k), tensor(std::move(t)), fields(std::move(f)), tag(tag_) {}
+  ValueNode(Value::Kind k, Tensor t, std::vector<Value> f, std::uint32_t tag_,
+            Ref<Object> o = {})
+      : kind(k), tensor(std::move(t)), fields(std::move(f)), tag(tag_), object(std::move(o)) {}
 
   // Tears down the fields of nodes that die with this one using a work list,
   // so that a list of a million elements does not overflow the stack.
@@ -29,6 +30,7 @@ class ValueNode final : public RefCounted {
   const Tensor tensor;
   std::vector<Value> fields;  // mutable only for the teardown above
   const std::uint32_t tag;
+  const Ref<Object> object;
 };
 
 namespace {
@@ -37,6 +39,7 @@ std::string_view kind_name(Value::Kind k) {
     case Value::Kind::tensor: return "a tensor";
     case Value::Kind::tuple: return "a tuple";
     case Value::Kind::adt: return "an ADT value";
+    case Value::Kind::object: return "an object";
   }
   return "?";
 }
@@ -68,6 +71,18 @@ Value Value::adt(std::uint32_t tag, std::vector<Value> fields) {
   return Value(make_ref<ValueNode>(Kind::adt, Tensor(), std::move(fields), tag));
 }
 
+Value Value::object(Ref<Object> object) {
+  if (!object) throw_error(ErrorKind::invalid_argument, "Value::object: the object is null");
+  return Value(make_ref<ValueNode>(Kind::object, Tensor(), std::vector<Value>{}, 0,
+                                   std::move(object)));
+}
+
+const Ref<Object>& Value::object() const {
+  if (kind() != Kind::object)
+    throw_error(ErrorKind::type_error, "Value: expected an object, got {}", kind_name(kind()));
+  return node_->object;
+}
+
 Value::Kind Value::kind() const {
   if (!node_) throw_error(ErrorKind::invalid_argument, "Value: the value is undefined");
   return node_->kind;
@@ -82,8 +97,9 @@ const Tensor& Value::tensor() const {
 }
 
 std::span<const Value> Value::fields() const {
-  if (kind() == Kind::tensor)
-    throw_error(ErrorKind::type_error, "Value: expected a tuple or an ADT value, got a tensor");
+  if (kind() == Kind::tensor || kind() == Kind::object)
+    throw_error(ErrorKind::type_error, "Value: expected a tuple or an ADT value, got {}",
+                kind_name(kind()));
   return node_->fields;
 }
 
@@ -104,6 +120,7 @@ std::uint32_t Value::tag() const {
 std::string to_string(const Value& value) {
   if (!value.defined()) return "<undefined>";
   if (value.is_tensor()) return to_string(value.tensor());
+  if (value.kind() == Value::Kind::object) return "<object>";
   std::string out = value.kind() == Value::Kind::adt ? fmt::format("#{}(", value.tag()) : "(";
   const auto fields = value.fields();
   for (std::size_t i = 0; i < fields.size(); ++i) {

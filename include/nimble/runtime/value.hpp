@@ -14,13 +14,20 @@ namespace nimble {
 
 class ValueNode;
 
+/// An object a Value can hold that the runtime does not look into: a closure
+/// of the interpreter or of the VM. Deleted through this base.
+class Object : public RefCounted {
+ public:
+  virtual ~Object() = default;
+};
+
 /// An immutable value shared by reference: a Tensor, a tuple of values, or an
 /// ADT value (a constructor tag with its fields). Copying a Value copies a
 /// handle. Destroying a long list or a deep tree does not recurse on the C++
 /// stack. Thread safety: as Tensor.
 class Value {
  public:
-  enum class Kind : std::uint8_t { tensor, tuple, adt };
+  enum class Kind : std::uint8_t { tensor, tuple, adt, object };
 
   /// An undefined value.
   Value() noexcept;
@@ -36,6 +43,8 @@ class Value {
   /// definition) applied to `fields`. Builder's Constructor::value() checks
   /// the arity by name.
   [[nodiscard]] static Value adt(std::uint32_t tag, std::vector<Value> fields);
+  /// A value holding `object` (a closure).
+  [[nodiscard]] static Value object(Ref<Object> object);
 
   [[nodiscard]] bool defined() const noexcept { return static_cast<bool>(node_); }
   /// Throws Error(invalid_argument) if undefined.
@@ -49,6 +58,8 @@ class Value {
   [[nodiscard]] const Value& operator[](std::size_t i) const;
   /// The constructor tag of an ADT value; throws Error(type_error) otherwise.
   [[nodiscard]] std::uint32_t tag() const;
+  /// The object of an object value; throws Error(type_error) otherwise.
+  [[nodiscard]] const Ref<Object>& object() const;
 
  private:
   friend class ValueNode;
@@ -56,7 +67,8 @@ class Value {
   Ref<ValueNode> node_;
 };
 
-/// "Tensor<f32>[2] ...", "(v0, v1)", "#1(v0, v1)" for constructor tag 1.
+/// "Tensor<f32>[2] ...", "(v0, v1)", "#1(v0, v1)" for constructor tag 1,
+/// "<object>".
 [[nodiscard]] std::string to_string(const Value& value);
 
 }  // namespace nimble

@@ -1,0 +1,76 @@
+// The command line shared by the model examples:
+//   <model> [--reference] [--print-ir] [size ...]
+// builds the model, and for every size (all of the workload's sizes when
+// none is given) generates its inputs, runs it and prints the checksum line
+// of ../shared/workloads.md. --reference selects the reference interpreter
+// (today the only engine); --print-ir prints the typed IR first.
+#pragma once
+
+#include <nimble/nimble.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/workloads.hpp"
+
+namespace nimble::models {
+
+struct ExampleSpec {
+  const char* workload;                          ///< "W1"
+  Function (*build)(Builder&);                   ///< defines the model, returns its entry
+  std::span<const std::int64_t> default_sizes;  ///< workloads.md's sizes
+  /// The entry's arguments for one size (the module gives access to its ADTs).
+  std::function<std::vector<Value>(const ir::Module&, std::int64_t size)> inputs;
+};
+
+inline void add_outputs(workloads::Checksum& c, const Value& v) {
+  if (v.is_tensor()) {
+    c.add(v.tensor());
+    return;
+  }
+  for (const Value& f : v.fields()) add_outputs(c, f);
+}
+
+inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
+  bool print_ir = false;
+  std::vector<std::int64_t> sizes;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reference") == 0) continue;
+    if (std::strcmp(argv[i], "--print-ir") == 0) {
+      print_ir = true;
+      continue;
+    }
+    char* end = nullptr;
+    const long long size = std::strtoll(argv[i], &end, 10);
+    if (*end != '\0' || size <= 0) {
+      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [size ...]\n", argv[0]);
+      return 2;
+    }
+    sizes.push_back(size);
+  }
+  if (sizes.empty()) sizes.assign(spec.default_sizes.begin(), spec.default_sizes.end());
+  try {
+    Builder b;
+    const Function entry = spec.build(b);
+    const ir::Module module = b.build();
+    if (print_ir) std::fputs(ir::print(module, {.show_types = true}).c_str(), stdout);
+    for (std::int64_t size : sizes) {
+      const Value out = evaluate(module, entry.name(), spec.inputs(module, size));
+      workloads::Checksum c;
+      add_outputs(c, out);
+      std::printf("%s\n", workloads::checksum_line(spec.workload, size, c).c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace nimble::models

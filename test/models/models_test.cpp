@@ -1,0 +1,69 @@
+// The three models, built with the builder and run by the reference
+// interpreter, against the naive implementations of naive_models.hpp.
+#include <catch2/catch.hpp>
+
+#include "models/bert.hpp"
+#include "models/lstm.hpp"
+#include "models/naive_models.hpp"
+#include "models/tree_lstm.hpp"
+#include "models/workloads.hpp"
+#include "nimble/interpreter.hpp"
+#include "support/tensor_matchers.hpp"
+
+using namespace nimble;
+using nimble::testing::IsCloseTo;
+
+namespace {
+const Tolerance kModelTolerance{.rtol = 1e-4, .atol = 1e-5};
+
+Value tree_value(const workloads::TreeShape& t, const Adt& tree) {
+  if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
+  return tree["Node"].value({tree_value(*t.left, tree), tree_value(*t.right, tree)});
+}
+}  // namespace
+
+TEST_CASE("W1: the LSTM matches a naive implementation", "[eval]") {
+  Builder b;
+  models::build_lstm(b);
+  const ir::Module m = b.build();
+  const std::vector<Tensor> w = workloads::w1_weights();
+  for (std::int64_t length : {1, 3}) {
+    std::vector<Value> args{workloads::w1_input(length)};
+    args.insert(args.end(), w.begin(), w.end());
+    const Value out = evaluate(m, "lstm", args);
+    CHECK_THAT(out.tensor(), IsCloseTo(naive::lstm(workloads::w1_input(length), w),
+                                       kModelTolerance));
+  }
+}
+
+TEST_CASE("W2: the Tree-LSTM matches a naive implementation", "[eval]") {
+  Builder b;
+  models::build_tree_lstm(b);
+  const ir::Module m = b.build();
+  const Adt tree(m.find_adt("Tree"));
+  const std::vector<Tensor> w = workloads::w2_weights();
+  for (std::int64_t n : {1, 8}) {
+    const auto shape = workloads::w2_tree(n);
+    const Tensor x = workloads::w2_leaves(n);
+    std::vector<Value> args{tree_value(*shape, tree), x};
+    args.insert(args.end(), w.begin(), w.end());
+    const Value out = evaluate(m, "tree_lstm", args);
+    const auto [h, c] = naive::tree_lstm(*shape, x, w);
+    CHECK_THAT(out[0].tensor(), IsCloseTo(naive::to_tensor({h}, {150}), kModelTolerance));
+    CHECK_THAT(out[1].tensor(), IsCloseTo(naive::to_tensor({c}, {150}), kModelTolerance));
+  }
+}
+
+TEST_CASE("W3: BERT layers match a naive implementation", "[eval]") {
+  Builder b;
+  models::build_bert(b);
+  const ir::Module m = b.build();
+  const Adt list(m.find_adt("List"));
+  const auto layers = workloads::w3_weights(2);
+  Value weights = list["Nil"].value();
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+    weights = list["Cons"].value({Value::tuple(std::vector<Value>(it->begin(), it->end())), weights});
+  const Tensor x = workloads::w3_input(5);
+  const Value out = evaluate(m, "bert", {x, weights});
+  CHECK_THAT(out.tensor(), IsCloseTo(naive::bert(x, layers), kModelTolerance));
+}
