@@ -1,45 +1,41 @@
-// nimble's demo (script/demo). For now it shows the runtime core: the host
-// target the JIT will compile for, tensors of several dtypes, host memory
-// borrowed without a copy, the pooled allocator at work, and an error that
-// says what was expected. Later it becomes the LSTM over sentences of varying
-// length.
+// nimble's demo (script/demo): one model, compiled once, run on sentences of
+// different lengths. The LSTM of ../shared/workloads.md is written with the
+// builder (examples/models/lstm.hpp); nimble infers that it maps f32[?, 1, 300]
+// to f32[?, 1, 512], and runs it (today on the reference interpreter) for any
+// length, checking each input against the declared type.
 #include <nimble/nimble.hpp>
 
-#include <numeric>
-#include <vector>
+#include "models/lstm.hpp"
+#include "models/workloads.hpp"
 
 int main() {
   using namespace nimble;
   const HostTarget& target = host_target();
-  fmt::print("nimble {} (LLVM {}) on {}, cpu {}, AVX-512: {}\n\n", kVersion, llvm_version(),
-             target.triple, target.cpu, target.has("avx512f") ? "yes" : "no");
-
-  // Sentences of varying length: one [L, 300] embedding matrix each.
-  for (std::int64_t length : {3, 17, 64}) {
-    Tensor sentence = Tensor::zeros({length, 300}, DType::f32);
-    for (std::int64_t i = 0; i < length; ++i) sentence.at<float>({i, 0}) = static_cast<float>(i);
-    fmt::print("sentence of {:>2} words: shape {}, {} bytes\n", length, sentence.shape(),
-               sentence.nbytes());
-  }
-  const AllocatorStats warm_before = cpu_allocator().stats();
-  for (std::int64_t length : {3, 17, 64}) (void)Tensor::zeros({length, 300}, DType::f32);
-  const AllocatorStats warm_after = cpu_allocator().stats();
-  fmt::print("again with the same lengths: {} allocations, {} from the pool, {} from the system\n\n",
-             warm_after.allocations - warm_before.allocations,
-             warm_after.pool_hits - warm_before.pool_hits,
-             warm_after.system_allocations - warm_before.system_allocations);
-
-  std::vector<std::int32_t> ids(12);
-  std::iota(ids.begin(), ids.end(), 100);
-  const Tensor borrowed = Tensor::borrow<std::int32_t>({3, 4}, ids);
-  fmt::print("token ids borrowed from the host (no copy: {}):\n{}\n\n",
-             borrowed.raw_data() == ids.data(), borrowed);
-  fmt::print("{}\n\n", Tensor::full({2, 2}, 0.1, DType::bf16));
-
+  fmt::print("nimble {} (LLVM {}) on {}, cpu {}\n\n", kVersion, llvm_version(), target.triple,
+             target.cpu);
   try {
-    (void)Tensor::from_data<float>({2, 3}, {1, 2, 3, 4});
+    Builder b;
+    const Function lstm = models::build_lstm(b);
+    const ir::Module module = b.build();
+    fmt::print("@lstm : {}\n\n", ir::to_string(module.find_function(lstm.name()).type()));
+
+    const std::vector<Tensor> weights = workloads::w1_weights();
+    for (std::int64_t length : {3, 17, 64}) {
+      std::vector<Value> args{workloads::w1_input(length)};
+      args.insert(args.end(), weights.begin(), weights.end());
+      const Tensor out = evaluate(module, lstm.name(), args).tensor();
+      workloads::Checksum c;
+      c.add(out);
+      fmt::print("sentence of {:>2} words -> output {}   {}\n", length, out.shape(),
+                 workloads::checksum_line("W1", length, c));
+    }
+
+    // A sentence of the wrong width is reported, not computed.
+    std::vector<Value> bad{Tensor::zeros({5, 1, 200}, DType::f32)};
+    bad.insert(bad.end(), weights.begin(), weights.end());
+    (void)evaluate(module, lstm.name(), bad);
   } catch (const Error& e) {
-    fmt::print("a bad input gives nimble::Error ({}): {}\n", to_string(e.kind()), e.what());
+    fmt::print("\nnimble::Error ({}): {}\n", to_string(e.kind()), e.what());
   }
   return 0;
 }

@@ -64,6 +64,6 @@ struct OpDef {
 /// The value of attribute `name` of `call_attrs`, or the op's default; throws
 /// Error(type_error) if it is missing or of the wrong kind.
 [[nodiscard]] const AttrValue& attr_or_default(const OpDef& op, const Attrs& call_attrs,
-                                              std::string_view name);
+                                               std::string_view name);
 
 }  // namespace nimble::ir

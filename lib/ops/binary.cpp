@@ -69,7 +69,6 @@ Type where_relation(std::span<const Type> args, const ir::Attrs&) {
   return ir::tensor_type(broadcast_shapes(operands), x.dtype);
 }
 
-
 // --- reference kernels ------------------------------------------------------------------
 
 // A data error of one element; binary_kernel adds where it happened.
@@ -130,20 +129,23 @@ std::uint64_t bits(T v) {
 
 Value add_kernel(std::span<const Value> args, const ir::Attrs&) {
   return binary_kernel<ref::Accepts::numeric, false>(
-      args, arithmetic_fn([](double x, double y) { return x + y; },
-                          [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) + bits(y)); }));
+      args,
+      arithmetic_fn([](double x, double y) { return x + y; },
+                    [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) + bits(y)); }));
 }
 
 Value sub_kernel(std::span<const Value> args, const ir::Attrs&) {
   return binary_kernel<ref::Accepts::numeric, false>(
-      args, arithmetic_fn([](double x, double y) { return x - y; },
-                          [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) - bits(y)); }));
+      args,
+      arithmetic_fn([](double x, double y) { return x - y; },
+                    [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) - bits(y)); }));
 }
 
 Value mul_kernel(std::span<const Value> args, const ir::Attrs&) {
   return binary_kernel<ref::Accepts::numeric, false>(
-      args, arithmetic_fn([](double x, double y) { return x * y; },
-                          [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) * bits(y)); }));
+      args,
+      arithmetic_fn([](double x, double y) { return x * y; },
+                    [](auto x, auto y) { return ref::wrap<decltype(x)>(bits(x) * bits(y)); }));
 }
 
 Value div_kernel(std::span<const Value> args, const ir::Attrs&) {
@@ -219,11 +221,10 @@ Value where_kernel(std::span<const Value> args, const ir::Attrs&) {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
-    ref::for_each_broadcast<3>(
-        shape, {&cond.shape(), &x.shape(), &y.shape()},
-        [&](std::int64_t flat, const std::array<std::int64_t, 3>& off) {
-          po[flat] = pc[off[0]] ? px[off[1]] : py[off[2]];
-        });
+    ref::for_each_broadcast<3>(shape, {&cond.shape(), &x.shape(), &y.shape()},
+                               [&](std::int64_t flat, const std::array<std::int64_t, 3>& off) {
+                                 po[flat] = pc[off[0]] ? px[off[1]] : py[off[2]];
+                               });
   });
   return out;
 }
@@ -231,62 +232,92 @@ Value where_kernel(std::span<const Value> args, const ir::Attrs&) {
 }  // namespace
 
 const OpDef& add() {
-  static const OpDef def{
-      .name = "add", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&add>, .reference = &add_kernel};
+  static const OpDef def{.name = "add",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&add>,
+                         .reference = &add_kernel};
   return def;
 }
 
 const OpDef& sub() {
-  static const OpDef def{
-      .name = "sub", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&sub>, .reference = &sub_kernel};
+  static const OpDef def{.name = "sub",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&sub>,
+                         .reference = &sub_kernel};
   return def;
 }
 
 const OpDef& mul() {
-  static const OpDef def{
-      .name = "mul", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&mul>, .reference = &mul_kernel};
+  static const OpDef def{.name = "mul",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&mul>,
+                         .reference = &mul_kernel};
   return def;
 }
 
 const OpDef& div() {
-  static const OpDef def{
-      .name = "div", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&div>, .reference = &div_kernel};
+  static const OpDef def{.name = "div",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&div>,
+                         .reference = &div_kernel};
   return def;
 }
 
 const OpDef& maximum() {
-  static const OpDef def{
-      .name = "maximum", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&maximum>, .reference = &extremum_kernel<true>};
+  static const OpDef def{.name = "maximum",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&maximum>,
+                         .reference = &extremum_kernel<true>};
   return def;
 }
 
 const OpDef& minimum() {
-  static const OpDef def{
-      .name = "minimum", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&minimum>, .reference = &extremum_kernel<false>};
+  static const OpDef def{.name = "minimum",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&minimum>,
+                         .reference = &extremum_kernel<false>};
   return def;
 }
 
 const OpDef& power() {
-  static const OpDef def{
-      .name = "power", .arg_names = kAB, .attrs = {}, .type_relation = &arithmetic<&power>, .reference = &power_kernel};
+  static const OpDef def{.name = "power",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &arithmetic<&power>,
+                         .reference = &power_kernel};
   return def;
 }
 
 const OpDef& equal() {
-  static const OpDef def{
-      .name = "equal", .arg_names = kAB, .attrs = {}, .type_relation = &comparison<&equal>, .reference = &comparison_kernel<std::equal_to<>>};
+  static const OpDef def{.name = "equal",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &comparison<&equal>,
+                         .reference = &comparison_kernel<std::equal_to<>>};
   return def;
 }
 
 const OpDef& not_equal() {
-  static const OpDef def{
-      .name = "not_equal", .arg_names = kAB, .attrs = {}, .type_relation = &comparison<&not_equal>, .reference = &comparison_kernel<std::not_equal_to<>>};
+  static const OpDef def{.name = "not_equal",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &comparison<&not_equal>,
+                         .reference = &comparison_kernel<std::not_equal_to<>>};
   return def;
 }
 
 const OpDef& less() {
-  static const OpDef def{
-      .name = "less", .arg_names = kAB, .attrs = {}, .type_relation = &comparison<&less>, .reference = &comparison_kernel<std::less<>>};
+  static const OpDef def{.name = "less",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &comparison<&less>,
+                         .reference = &comparison_kernel<std::less<>>};
   return def;
 }
 
@@ -294,13 +325,17 @@ const OpDef& less_equal() {
   static const OpDef def{.name = "less_equal",
                          .arg_names = kAB,
                          .attrs = {},
-                         .type_relation = &comparison<&less_equal>, .reference = &comparison_kernel<std::less_equal<>>};
+                         .type_relation = &comparison<&less_equal>,
+                         .reference = &comparison_kernel<std::less_equal<>>};
   return def;
 }
 
 const OpDef& greater() {
-  static const OpDef def{
-      .name = "greater", .arg_names = kAB, .attrs = {}, .type_relation = &comparison<&greater>, .reference = &comparison_kernel<std::greater<>>};
+  static const OpDef def{.name = "greater",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &comparison<&greater>,
+                         .reference = &comparison_kernel<std::greater<>>};
   return def;
 }
 
@@ -308,7 +343,8 @@ const OpDef& greater_equal() {
   static const OpDef def{.name = "greater_equal",
                          .arg_names = kAB,
                          .attrs = {},
-                         .type_relation = &comparison<&greater_equal>, .reference = &comparison_kernel<std::greater_equal<>>};
+                         .type_relation = &comparison<&greater_equal>,
+                         .reference = &comparison_kernel<std::greater_equal<>>};
   return def;
 }
 
@@ -316,19 +352,26 @@ const OpDef& logical_and() {
   static const OpDef def{.name = "logical_and",
                          .arg_names = kAB,
                          .attrs = {},
-                         .type_relation = &logical<&logical_and>, .reference = &logical_and_kernel};
+                         .type_relation = &logical<&logical_and>,
+                         .reference = &logical_and_kernel};
   return def;
 }
 
 const OpDef& logical_or() {
-  static const OpDef def{
-      .name = "logical_or", .arg_names = kAB, .attrs = {}, .type_relation = &logical<&logical_or>, .reference = &logical_or_kernel};
+  static const OpDef def{.name = "logical_or",
+                         .arg_names = kAB,
+                         .attrs = {},
+                         .type_relation = &logical<&logical_or>,
+                         .reference = &logical_or_kernel};
   return def;
 }
 
 const OpDef& where() {
-  static const OpDef def{
-      .name = "where", .arg_names = kWhereArgs, .attrs = {}, .type_relation = &where_relation, .reference = &where_kernel};
+  static const OpDef def{.name = "where",
+                         .arg_names = kWhereArgs,
+                         .attrs = {},
+                         .type_relation = &where_relation,
+                         .reference = &where_kernel};
   return def;
 }
 

@@ -63,7 +63,6 @@ std::span<const ir::AttrSpec> dtype_attrs() {
   return attrs;
 }
 
-
 // --- reference kernels ------------------------------------------------------------------
 
 // The run-time shape given as the i64 vector argument `shape`.
@@ -75,8 +74,8 @@ nimble::Shape shape_arg(std::span<const Value> args) {
                 nimble::to_string(t.shape()));
   for (std::int64_t d : dims)
     if (d < 0)
-      throw_error(ErrorKind::invalid_argument, "shape {} has a negative extent {}",
-                  to_string(dims), d);
+      throw_error(ErrorKind::invalid_argument, "shape {} has a negative extent {}", to_string(dims),
+                  d);
   return ref::make_shape(dims);
 }
 
@@ -128,8 +127,8 @@ Value arange_kernel(std::span<const Value> args, const ir::Attrs&) {
     if constexpr (ref::is_float_v<T>) {
       const double b = to_double(start), e = to_double(stop), s = to_double(step);
       if (!std::isfinite(b) || !std::isfinite(e) || !std::isfinite(s))
-        throw_error(ErrorKind::runtime_error, "arange: start {}, stop {} and step {} must be finite",
-                    b, e, s);
+        throw_error(ErrorKind::runtime_error,
+                    "arange: start {}, stop {} and step {} must be finite", b, e, s);
       const double count = std::max(0.0, std::ceil((e - b) / s));
       if (count > 9.0e18)
         throw_error(ErrorKind::runtime_error, "arange: {} elements are too many", count);
@@ -190,13 +189,17 @@ const OpDef& zeros() {
   static const OpDef def{.name = "zeros",
                          .arg_names = kShape,
                          .attrs = dtype_attrs(),
-                         .type_relation = &filled<&zeros>, .reference = &constant_kernel<&zeros, 0>};
+                         .type_relation = &filled<&zeros>,
+                         .reference = &constant_kernel<&zeros, 0>};
   return def;
 }
 
 const OpDef& ones() {
-  static const OpDef def{
-      .name = "ones", .arg_names = kShape, .attrs = dtype_attrs(), .type_relation = &filled<&ones>, .reference = &constant_kernel<&ones, 1>};
+  static const OpDef def{.name = "ones",
+                         .arg_names = kShape,
+                         .attrs = dtype_attrs(),
+                         .type_relation = &filled<&ones>,
+                         .reference = &constant_kernel<&ones, 1>};
   return def;
 }
 
@@ -204,25 +207,35 @@ const OpDef& full() {
   static const OpDef def{.name = "full",
                          .arg_names = kFullArgs,
                          .attrs = dtype_attrs(),
-                         .type_relation = &filled<&full>, .reference = &full_kernel};
+                         .type_relation = &filled<&full>,
+                         .reference = &full_kernel};
   return def;
 }
 
 const OpDef& arange() {
-  static const OpDef def{
-      .name = "arange", .arg_names = kArangeArgs, .attrs = {}, .type_relation = &arange_relation, .reference = &arange_kernel};
+  static const OpDef def{.name = "arange",
+                         .arg_names = kArangeArgs,
+                         .attrs = {},
+                         .type_relation = &arange_relation,
+                         .reference = &arange_kernel};
   return def;
 }
 
 const OpDef& nonzero() {
-  static const OpDef def{
-      .name = "nonzero", .arg_names = kX, .attrs = {}, .type_relation = &nonzero_relation, .reference = &nonzero_kernel};
+  static const OpDef def{.name = "nonzero",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &nonzero_relation,
+                         .reference = &nonzero_kernel};
   return def;
 }
 
 const OpDef& shape_of() {
-  static const OpDef def{
-      .name = "shape_of", .arg_names = kX, .attrs = {}, .type_relation = &shape_of_relation, .reference = &shape_of_kernel};
+  static const OpDef def{.name = "shape_of",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &shape_of_relation,
+                         .reference = &shape_of_kernel};
   return def;
 }
 

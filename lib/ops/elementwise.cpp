@@ -66,24 +66,39 @@ Value map_unary(std::span<const Value> args, Fn f) {
 // A floating-point op computed in double.
 template <double (*F)(double)>
 Value floating_kernel(std::span<const Value> args, const ir::Attrs&) {
-  return map_unary<ref::Accepts::floating>(args, [](auto v) {
-    return ref::from_double<decltype(v)>(F(to_double(v)));
-  });
+  return map_unary<ref::Accepts::floating>(
+      args, [](auto v) { return ref::from_double<decltype(v)>(F(to_double(v))); });
 }
 
-double exp_fn(double x) { return std::exp(x); }
-double log_fn(double x) { return std::log(x); }
-double sqrt_fn(double x) { return std::sqrt(x); }
-double rsqrt_fn(double x) { return 1.0 / std::sqrt(x); }
-double tanh_fn(double x) { return std::tanh(x); }
-double erf_fn(double x) { return std::erf(x); }
+double exp_fn(double x) {
+  return std::exp(x);
+}
+double log_fn(double x) {
+  return std::log(x);
+}
+double sqrt_fn(double x) {
+  return std::sqrt(x);
+}
+double rsqrt_fn(double x) {
+  return 1.0 / std::sqrt(x);
+}
+double tanh_fn(double x) {
+  return std::tanh(x);
+}
+double erf_fn(double x) {
+  return std::erf(x);
+}
 double sigmoid_fn(double x) {
   if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
   const double e = std::exp(x);  // x < 0 (or NaN): e <= 1, no overflow
   return e / (1.0 + e);
 }
-double relu_fn(double x) { return x < 0 ? 0.0 : x; }  // NaN stays NaN
-double gelu_fn(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double relu_fn(double x) {
+  return x < 0 ? 0.0 : x;
+}  // NaN stays NaN
+double gelu_fn(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 
 Value neg_kernel(std::span<const Value> args, const ir::Attrs&) {
   return map_unary<ref::Accepts::numeric>(args, [](auto v) {
@@ -128,81 +143,120 @@ Value cast_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
 }  // namespace
 
 const OpDef& neg() {
-  static const OpDef def{
-      .name = "neg", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&neg>, .reference = &neg_kernel};
+  static const OpDef def{.name = "neg",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &numeric_unary<&neg>,
+                         .reference = &neg_kernel};
   return def;
 }
 
 const OpDef& abs() {
-  static const OpDef def{
-      .name = "abs", .arg_names = kX, .attrs = {}, .type_relation = &numeric_unary<&abs>, .reference = &abs_kernel};
+  static const OpDef def{.name = "abs",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &numeric_unary<&abs>,
+                         .reference = &abs_kernel};
   return def;
 }
 
 const OpDef& exp() {
-  static const OpDef def{
-      .name = "exp", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&exp>, .reference = &floating_kernel<&exp_fn>};
+  static const OpDef def{.name = "exp",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&exp>,
+                         .reference = &floating_kernel<&exp_fn>};
   return def;
 }
 
 const OpDef& log() {
-  static const OpDef def{
-      .name = "log", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&log>, .reference = &floating_kernel<&log_fn>};
+  static const OpDef def{.name = "log",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&log>,
+                         .reference = &floating_kernel<&log_fn>};
   return def;
 }
 
 const OpDef& sqrt() {
-  static const OpDef def{
-      .name = "sqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sqrt>, .reference = &floating_kernel<&sqrt_fn>};
+  static const OpDef def{.name = "sqrt",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&sqrt>,
+                         .reference = &floating_kernel<&sqrt_fn>};
   return def;
 }
 
 const OpDef& rsqrt() {
-  static const OpDef def{
-      .name = "rsqrt", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&rsqrt>, .reference = &floating_kernel<&rsqrt_fn>};
+  static const OpDef def{.name = "rsqrt",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&rsqrt>,
+                         .reference = &floating_kernel<&rsqrt_fn>};
   return def;
 }
 
 const OpDef& tanh() {
-  static const OpDef def{
-      .name = "tanh", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&tanh>, .reference = &floating_kernel<&tanh_fn>};
+  static const OpDef def{.name = "tanh",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&tanh>,
+                         .reference = &floating_kernel<&tanh_fn>};
   return def;
 }
 
 const OpDef& sigmoid() {
-  static const OpDef def{
-      .name = "sigmoid", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&sigmoid>, .reference = &floating_kernel<&sigmoid_fn>};
+  static const OpDef def{.name = "sigmoid",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&sigmoid>,
+                         .reference = &floating_kernel<&sigmoid_fn>};
   return def;
 }
 
 const OpDef& relu() {
-  static const OpDef def{
-      .name = "relu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&relu>, .reference = &floating_kernel<&relu_fn>};
+  static const OpDef def{.name = "relu",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&relu>,
+                         .reference = &floating_kernel<&relu_fn>};
   return def;
 }
 
 const OpDef& gelu() {
-  static const OpDef def{
-      .name = "gelu", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&gelu>, .reference = &floating_kernel<&gelu_fn>};
+  static const OpDef def{.name = "gelu",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&gelu>,
+                         .reference = &floating_kernel<&gelu_fn>};
   return def;
 }
 
 const OpDef& erf() {
-  static const OpDef def{
-      .name = "erf", .arg_names = kX, .attrs = {}, .type_relation = &floating_unary<&erf>, .reference = &floating_kernel<&erf_fn>};
+  static const OpDef def{.name = "erf",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &floating_unary<&erf>,
+                         .reference = &floating_kernel<&erf_fn>};
   return def;
 }
 
 const OpDef& cast() {
   static const ir::AttrSpec attrs[] = {{"dtype", ir::AttrKind::dtype, std::nullopt}};
-  static const OpDef def{
-      .name = "cast", .arg_names = kX, .attrs = attrs, .type_relation = &cast_relation, .reference = &cast_kernel};
+  static const OpDef def{.name = "cast",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &cast_relation,
+                         .reference = &cast_kernel};
   return def;
 }
 
 const OpDef& logical_not() {
-  static const OpDef def{
-      .name = "logical_not", .arg_names = kX, .attrs = {}, .type_relation = &logical_not_relation, .reference = &logical_not_kernel};
+  static const OpDef def{.name = "logical_not",
+                         .arg_names = kX,
+                         .attrs = {},
+                         .type_relation = &logical_not_relation,
+                         .reference = &logical_not_kernel};
   return def;
 }
 

@@ -8,7 +8,7 @@
 // exact integer product would). Reduction dims (k), bias length and the batch
 // broadcast are checked at run time: a mismatch is Error(invalid_argument)
 // naming both shapes. A k of 0 gives zeros (plus bias).
-#include <eigen3/Eigen/Core>
+#include <Eigen/Core>
 
 #include "ops/broadcast.hpp"
 #include "ops/ops.hpp"
@@ -95,7 +95,6 @@ std::span<const ir::AttrSpec> transpose_attrs() {
   return attrs;
 }
 
-
 // --- reference kernels ------------------------------------------------------------------
 
 // The type products accumulate in: double for floating point, uint64 (exact
@@ -157,7 +156,7 @@ AccMatrix<T> product(const T* a, const T* b, std::int64_t m, std::int64_t k, std
 }
 
 void check_same_dtype(const Tensor& a, std::string_view a_name, const Tensor& b,
-                       std::string_view b_name) {
+                      std::string_view b_name) {
   if (a.dtype() != b.dtype())
     throw_error(ErrorKind::type_error, "{} is {} but {} is {}", a_name, to_string(a.dtype()),
                 b_name, to_string(b.dtype()));
@@ -256,8 +255,11 @@ Value matmul_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
 }  // namespace
 
 const OpDef& dense() {
-  static const OpDef def{
-      .name = "dense", .arg_names = kDenseArgs, .attrs = {}, .type_relation = &dense_relation, .reference = &dense_kernel};
+  static const OpDef def{.name = "dense",
+                         .arg_names = kDenseArgs,
+                         .attrs = {},
+                         .type_relation = &dense_relation,
+                         .reference = &dense_kernel};
   return def;
 }
 
@@ -265,7 +267,8 @@ const OpDef& matmul() {
   static const OpDef def{.name = "matmul",
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
-                         .type_relation = &matmul_relation, .reference = &matmul_kernel<&matmul>};
+                         .type_relation = &matmul_relation,
+                         .reference = &matmul_kernel<&matmul>};
   return def;
 }
 
@@ -273,7 +276,8 @@ const OpDef& batch_matmul() {
   static const OpDef def{.name = "batch_matmul",
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
-                         .type_relation = &batch_matmul_relation, .reference = &matmul_kernel<&batch_matmul>};
+                         .type_relation = &batch_matmul_relation,
+                         .reference = &matmul_kernel<&batch_matmul>};
   return def;
 }
 

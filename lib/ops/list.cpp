@@ -64,7 +64,6 @@ Type dynamic_update_slice_relation(std::span<const Type> args, const ir::Attrs&)
   return args[0];
 }
 
-
 // --- reference kernels ------------------------------------------------------------------
 
 // The elements of a List value, first element first.
@@ -87,7 +86,8 @@ Value stack_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   NIMBLE_ASSERT(!args.empty(), "stack: missing argument");
   const std::vector<const Tensor*> elements = list_elements(args[0]);
   if (elements.empty())
-    throw_error(ErrorKind::invalid_argument, "cannot stack an empty list: the element shape is unknown");
+    throw_error(ErrorKind::invalid_argument,
+                "cannot stack an empty list: the element shape is unknown");
   const Tensor& first = *elements[0];
   for (std::size_t i = 1; i < elements.size(); ++i) {
     const Tensor& t = *elements[i];
@@ -120,29 +120,30 @@ Value stack_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
 Value dynamic_update_slice_kernel(std::span<const Value> args, const ir::Attrs&) {
   const Tensor& dest = ref::tensor_arg(args, 0);
   const Tensor& update = ref::tensor_arg(args, 1);
-  const std::vector<std::int64_t> offset_values = ref::i64_values(ref::tensor_arg(args, 2), "offset");
+  const std::vector<std::int64_t> offset_values =
+      ref::i64_values(ref::tensor_arg(args, 2), "offset");
   if (offset_values.size() != 1)
     throw_error(ErrorKind::invalid_argument, "offset must be an i64 scalar, got {} elements",
                 offset_values.size());
   if (dest.dtype() != update.dtype())
     throw_error(ErrorKind::type_error, "dest is {} but update is {}", to_string(dest.dtype()),
                 to_string(update.dtype()));
-  const bool same_rows = dest.rank() >= 1 && update.rank() == dest.rank() &&
-                         std::equal(dest.shape().begin() + 1, dest.shape().end(),
-                                    update.shape().begin() + 1);
+  const bool same_rows =
+      dest.rank() >= 1 && update.rank() == dest.rank() &&
+      std::equal(dest.shape().begin() + 1, dest.shape().end(), update.shape().begin() + 1);
   if (!same_rows)
     throw_error(ErrorKind::invalid_argument, "update {} does not fit the rows of dest {}",
                 nimble::to_string(update.shape()), nimble::to_string(dest.shape()));
   const std::int64_t offset = offset_values[0];
   const std::int64_t rows = update.shape()[0];
   if (offset < 0 || offset > dest.shape()[0] - rows)
-    throw_error(ErrorKind::runtime_error,
-                "update {} at offset {} is out of range for dest {}",
+    throw_error(ErrorKind::runtime_error, "update {} at offset {} is out of range for dest {}",
                 nimble::to_string(update.shape()), offset, nimble::to_string(dest.shape()));
   Tensor out = dest.clone();
   if (update.nbytes() != 0)
     std::memcpy(static_cast<std::byte*>(out.raw_data()) +
-                    static_cast<std::size_t>(offset) * (dest.nbytes() / static_cast<std::size_t>(dest.shape()[0])),
+                    static_cast<std::size_t>(offset) *
+                        (dest.nbytes() / static_cast<std::size_t>(dest.shape()[0])),
                 update.raw_data(), update.nbytes());
   return out;
 }
@@ -151,8 +152,11 @@ Value dynamic_update_slice_kernel(std::span<const Value> args, const ir::Attrs&)
 
 const OpDef& stack() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::int64_t{0}}};
-  static const OpDef def{
-      .name = "stack", .arg_names = kList, .attrs = attrs, .type_relation = &stack_relation, .reference = &stack_kernel};
+  static const OpDef def{.name = "stack",
+                         .arg_names = kList,
+                         .attrs = attrs,
+                         .type_relation = &stack_relation,
+                         .reference = &stack_kernel};
   return def;
 }
 
@@ -160,7 +164,8 @@ const OpDef& dynamic_update_slice() {
   static const OpDef def{.name = "dynamic_update_slice",
                          .arg_names = kUpdateArgs,
                          .attrs = {},
-                         .type_relation = &dynamic_update_slice_relation, .reference = &dynamic_update_slice_kernel};
+                         .type_relation = &dynamic_update_slice_relation,
+                         .reference = &dynamic_update_slice_kernel};
   return def;
 }
 

@@ -106,7 +106,6 @@ std::span<const ir::AttrSpec> softmax_attrs() {
   return attrs;
 }
 
-
 // --- reference kernels ------------------------------------------------------------------
 
 // Where the elements of x go in a reduction over `axes`.
@@ -151,9 +150,10 @@ void expect_not_empty(const Tensor& x, const Reduction& r) {
 template <class T, class Acc, class Fold>
 void fold_into(const Tensor& x, const Reduction& r, std::vector<Acc>& acc, Fold fold) {
   const T* in = x.data<T>();
-  ref::for_each_broadcast<1>(
-      x.shape(), {&r.kept},
-      [&](std::int64_t flat, const std::array<std::int64_t, 1>& off) { fold(acc[off[0]], in[flat]); });
+  ref::for_each_broadcast<1>(x.shape(), {&r.kept},
+                             [&](std::int64_t flat, const std::array<std::int64_t, 1>& off) {
+                               fold(acc[off[0]], in[flat]);
+                             });
 }
 
 template <const OpDef& (*Op)(), ref::Accepts kAccepts>
@@ -331,7 +331,8 @@ const OpDef& sum() {
   static const OpDef def{.name = "sum",
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
-                         .type_relation = &reduction<&sum, false>, .reference = &sum_like_kernel<&sum, ref::Accepts::numeric>};
+                         .type_relation = &reduction<&sum, false>,
+                         .reference = &sum_like_kernel<&sum, ref::Accepts::numeric>};
   return def;
 }
 
@@ -339,7 +340,8 @@ const OpDef& mean() {
   static const OpDef def{.name = "mean",
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
-                         .type_relation = &reduction<&mean, true>, .reference = &sum_like_kernel<&mean, ref::Accepts::floating>};
+                         .type_relation = &reduction<&mean, true>,
+                         .reference = &sum_like_kernel<&mean, ref::Accepts::floating>};
   return def;
 }
 
@@ -347,7 +349,8 @@ const OpDef& max() {
   static const OpDef def{.name = "max",
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
-                         .type_relation = &reduction<&max, false>, .reference = &extremum_kernel<&max, true>};
+                         .type_relation = &reduction<&max, false>,
+                         .reference = &extremum_kernel<&max, true>};
   return def;
 }
 
@@ -355,15 +358,19 @@ const OpDef& min() {
   static const OpDef def{.name = "min",
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
-                         .type_relation = &reduction<&min, false>, .reference = &extremum_kernel<&min, false>};
+                         .type_relation = &reduction<&min, false>,
+                         .reference = &extremum_kernel<&min, false>};
   return def;
 }
 
 const OpDef& argmax() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::nullopt},
                                        {"keepdims", ir::AttrKind::boolean, false}};
-  static const OpDef def{
-      .name = "argmax", .arg_names = kX, .attrs = attrs, .type_relation = &argmax_relation, .reference = &argmax_kernel};
+  static const OpDef def{.name = "argmax",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &argmax_relation,
+                         .reference = &argmax_kernel};
   return def;
 }
 
@@ -371,7 +378,8 @@ const OpDef& softmax() {
   static const OpDef def{.name = "softmax",
                          .arg_names = kX,
                          .attrs = softmax_attrs(),
-                         .type_relation = &softmax_like<&softmax>, .reference = &softmax_kernel<false>};
+                         .type_relation = &softmax_like<&softmax>,
+                         .reference = &softmax_kernel<false>};
   return def;
 }
 
@@ -379,7 +387,8 @@ const OpDef& log_softmax() {
   static const OpDef def{.name = "log_softmax",
                          .arg_names = kX,
                          .attrs = softmax_attrs(),
-                         .type_relation = &softmax_like<&log_softmax>, .reference = &softmax_kernel<true>};
+                         .type_relation = &softmax_like<&log_softmax>,
+                         .reference = &softmax_kernel<true>};
   return def;
 }
 
@@ -389,7 +398,8 @@ const OpDef& layer_norm() {
   static const OpDef def{.name = "layer_norm",
                          .arg_names = kLayerNormArgs,
                          .attrs = attrs,
-                         .type_relation = &layer_norm_relation, .reference = &layer_norm_kernel};
+                         .type_relation = &layer_norm_relation,
+                         .reference = &layer_norm_kernel};
   return def;
 }
 

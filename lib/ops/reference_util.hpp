@@ -67,8 +67,7 @@ namespace nimble::ops::ref {
 }
 
 /// The i64 elements of a run-time vector or scalar (a shape, bounds, an offset).
-[[nodiscard]] inline std::vector<std::int64_t> i64_values(const Tensor& t,
-                                                          std::string_view name) {
+[[nodiscard]] inline std::vector<std::int64_t> i64_values(const Tensor& t, std::string_view name) {
   if (t.dtype() != DType::i64)
     throw_error(ErrorKind::type_error, "{} must be i64, got {}", name, to_string(t.dtype()));
   const auto values = t.values<std::int64_t>();
@@ -185,9 +184,10 @@ struct Operand {
       const std::int64_t extent = s[d + s.rank() - rank];
       if (extent == result[d] || extent == 1) continue;
       if (result[d] != 1)
-        throw_error(ErrorKind::invalid_argument, "{} {} and {} {} do not broadcast: dim {} is {} vs {}",
-                    operands[source].name, to_string(*operands[source].shape), operands[i].name,
-                    to_string(s), d, result[d], extent);
+        throw_error(ErrorKind::invalid_argument,
+                    "{} {} and {} {} do not broadcast: dim {} is {} vs {}", operands[source].name,
+                    to_string(*operands[source].shape), operands[i].name, to_string(s), d,
+                    result[d], extent);
       result[d] = extent;
       source = i;
     }

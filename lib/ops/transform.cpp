@@ -159,6 +159,11 @@ Type squeeze_relation(std::span<const Type> args, const ir::Attrs& attrs) {
   for (std::size_t i = 0; i < x.rank(); ++i) {
     const Dim& d = x.shape[i];
     if (axes.empty()) {
+      // The kernel drops every extent that is 1 at run time: with a dynamic
+      // dim the result's rank would not be known, so the axes must be named.
+      if (!d.is_fixed())
+        throw_error(ErrorKind::type_error,
+                    "x {} has a dynamic dim {}: name the axes to squeeze", to_string(x), i);
       if (!is_one(d)) shape.push_back(d);
       continue;
     }
@@ -313,8 +318,8 @@ Type strided_slice_relation(std::span<const Type> args, const ir::Attrs& attrs) 
   Shape shape = x.shape;
   for (std::size_t i = 0; i < k; ++i) {
     const std::int64_t stride = strides.empty() ? 1 : strides[i];
-    if (stride == 0)
-      throw_error(ErrorKind::type_error, "strides {} has a zero stride", to_string(strides));
+    if (stride <= 0)  // (the reference supports positive strides only)
+      throw_error(ErrorKind::type_error, "strides {} must all be positive", to_string(strides));
     Dim& d = shape[axes[i]];
     if (d.is_fixed()) {
       d = Dim(slice_extent(d.value(), begin[i], end[i], stride));
@@ -369,7 +374,6 @@ Type embedding_relation(std::span<const Type> args, const ir::Attrs&) {
   shape.push_back(table.shape[1]);
   return ir::tensor_type(std::move(shape), table.dtype);
 }
-
 
 // --- reference kernels ------------------------------------------------------------------
 
@@ -527,8 +531,9 @@ Value concatenate_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
       throw_error(ErrorKind::type_error, "fields.0 is {} but fields.{} is {}",
                   to_string(first.dtype()), i, to_string(t.dtype()));
     if (t.rank() != first.rank())
-      throw_error(ErrorKind::invalid_argument, "fields.{} {} has rank {} but fields.0 {} has rank {}",
-                  i, shape_string(t), t.rank(), shape_string(first), first.rank());
+      throw_error(ErrorKind::invalid_argument,
+                  "fields.{} {} has rank {} but fields.0 {} has rank {}", i, shape_string(t),
+                  t.rank(), shape_string(first), first.rank());
     for (std::size_t d = 0; d < first.rank(); ++d)
       if (d != axis && t.shape()[d] != first.shape()[d])
         throw_error(ErrorKind::invalid_argument,
@@ -545,8 +550,9 @@ Value concatenate_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
     for (const Tensor* t : fields) {
       const auto block = static_cast<std::size_t>(t->shape()[axis] * s.inner) * size;
       if (block == 0) continue;
-      std::memcpy(o, static_cast<const std::byte*>(t->raw_data()) + static_cast<std::size_t>(outer) * block,
-                  block);
+      std::memcpy(
+          o, static_cast<const std::byte*>(t->raw_data()) + static_cast<std::size_t>(outer) * block,
+          block);
       o += block;
     }
   }
@@ -604,7 +610,9 @@ Tensor slice(const Tensor& x, std::span<const AxisSlice> slices) {
   std::int64_t offset = 0;
   for (const AxisSlice& s : slices) {
     const std::int64_t d = dims[s.axis];
-    const auto bound = [d](std::int64_t v) { return std::clamp(v < 0 ? v + d : v, std::int64_t{0}, d); };
+    const auto bound = [d](std::int64_t v) {
+      return std::clamp(v < 0 ? v + d : v, std::int64_t{0}, d);
+    };
     const std::int64_t b = bound(s.begin);
     const std::int64_t e = bound(s.end);
     dims[s.axis] = e > b ? (e - b - 1) / s.stride + 1 : 0;
@@ -671,11 +679,14 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::size_t axis, Descr
   for (std::int64_t j = 0; j < indices.numel(); ++j) {
     const std::int64_t index = index_at(indices, j);
     if (index < 0 || index >= s.extent)
-      throw_error(ErrorKind::runtime_error, "{}", describe(ref::index_string(indices.shape(), j), index));
+      throw_error(ErrorKind::runtime_error, "{}",
+                  describe(ref::index_string(indices.shape(), j), index));
   }
-  std::vector<std::int64_t> dims(data.shape().begin(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  std::vector<std::int64_t> dims(data.shape().begin(),
+                                 data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
   dims.insert(dims.end(), indices.shape().begin(), indices.shape().end());
-  dims.insert(dims.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.shape().end());
+  dims.insert(dims.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+              data.shape().end());
   Tensor out = ref::fresh(ref::make_shape(dims), data.dtype());
   if (out.numel() == 0) return out;
   const std::size_t row = static_cast<std::size_t>(s.inner) * dtype_size(data.dtype());
@@ -683,7 +694,8 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::size_t axis, Descr
   auto* o = static_cast<std::byte*>(out.raw_data());
   for (std::int64_t outer = 0; outer < s.outer; ++outer)
     for (std::int64_t j = 0; j < indices.numel(); ++j, o += row)
-      std::memcpy(o, in + static_cast<std::size_t>(outer * s.extent + index_at(indices, j)) * row, row);
+      std::memcpy(o, in + static_cast<std::size_t>(outer * s.extent + index_at(indices, j)) * row,
+                  row);
   return out;
 }
 
@@ -715,16 +727,22 @@ Value embedding_kernel(std::span<const Value> args, const ir::Attrs&) {
 const OpDef& reshape() {
   static const ir::AttrSpec attrs[] = {{"newshape", ir::AttrKind::integers, std::nullopt},
                                        {"allow_zero", ir::AttrKind::boolean, false}};
-  static const OpDef def{
-      .name = "reshape", .arg_names = kX, .attrs = attrs, .type_relation = &reshape_relation, .reference = &reshape_kernel};
+  static const OpDef def{.name = "reshape",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &reshape_relation,
+                         .reference = &reshape_kernel};
   return def;
 }
 
 const OpDef& transpose() {
   static const ir::AttrSpec attrs[] = {
       {"axes", ir::AttrKind::integers, std::vector<std::int64_t>{}}};
-  static const OpDef def{
-      .name = "transpose", .arg_names = kX, .attrs = attrs, .type_relation = &transpose_relation, .reference = &transpose_kernel};
+  static const OpDef def{.name = "transpose",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &transpose_relation,
+                         .reference = &transpose_kernel};
   return def;
 }
 
@@ -733,15 +751,19 @@ const OpDef& expand_dims() {
   static const OpDef def{.name = "expand_dims",
                          .arg_names = kX,
                          .attrs = attrs,
-                         .type_relation = &expand_dims_relation, .reference = &expand_dims_kernel};
+                         .type_relation = &expand_dims_relation,
+                         .reference = &expand_dims_kernel};
   return def;
 }
 
 const OpDef& squeeze() {
   static const ir::AttrSpec attrs[] = {
       {"axes", ir::AttrKind::integers, std::vector<std::int64_t>{}}};
-  static const OpDef def{
-      .name = "squeeze", .arg_names = kX, .attrs = attrs, .type_relation = &squeeze_relation, .reference = &squeeze_kernel};
+  static const OpDef def{.name = "squeeze",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &squeeze_relation,
+                         .reference = &squeeze_kernel};
   return def;
 }
 
@@ -750,7 +772,8 @@ const OpDef& concatenate() {
   static const OpDef def{.name = "concatenate",
                          .arg_names = kFields,
                          .attrs = attrs,
-                         .type_relation = &concatenate_relation, .reference = &concatenate_kernel};
+                         .type_relation = &concatenate_relation,
+                         .reference = &concatenate_kernel};
   return def;
 }
 
@@ -759,8 +782,11 @@ const OpDef& split() {
       {"sections", ir::AttrKind::integer, std::int64_t{0}},
       {"indices", ir::AttrKind::integers, std::vector<std::int64_t>{}},
       {"axis", ir::AttrKind::integer, std::nullopt}};
-  static const OpDef def{
-      .name = "split", .arg_names = kX, .attrs = attrs, .type_relation = &split_relation, .reference = &split_kernel};
+  static const OpDef def{.name = "split",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &split_relation,
+                         .reference = &split_kernel};
   return def;
 }
 
@@ -773,7 +799,8 @@ const OpDef& strided_slice() {
   static const OpDef def{.name = "strided_slice",
                          .arg_names = kX,
                          .attrs = attrs,
-                         .type_relation = &strided_slice_relation, .reference = &strided_slice_kernel};
+                         .type_relation = &strided_slice_relation,
+                         .reference = &strided_slice_kernel};
   return def;
 }
 
@@ -781,14 +808,18 @@ const OpDef& dynamic_strided_slice() {
   static const OpDef def{.name = "dynamic_strided_slice",
                          .arg_names = kDynamicSliceArgs,
                          .attrs = {},
-                         .type_relation = &dynamic_strided_slice_relation, .reference = &dynamic_strided_slice_kernel};
+                         .type_relation = &dynamic_strided_slice_relation,
+                         .reference = &dynamic_strided_slice_kernel};
   return def;
 }
 
 const OpDef& take() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::int64_t{0}}};
-  static const OpDef def{
-      .name = "take", .arg_names = kTakeArgs, .attrs = attrs, .type_relation = &take_relation, .reference = &take_kernel};
+  static const OpDef def{.name = "take",
+                         .arg_names = kTakeArgs,
+                         .attrs = attrs,
+                         .type_relation = &take_relation,
+                         .reference = &take_kernel};
   return def;
 }
 
@@ -796,7 +827,8 @@ const OpDef& embedding() {
   static const OpDef def{.name = "embedding",
                          .arg_names = kEmbeddingArgs,
                          .attrs = {},
-                         .type_relation = &embedding_relation, .reference = &embedding_kernel};
+                         .type_relation = &embedding_relation,
+                         .reference = &embedding_kernel};
   return def;
 }
 
