@@ -1,0 +1,81 @@
+#include "ops/shape_function.hpp"
+
+#include <fmt/format.h>
+
+#include "ops/ops.hpp"
+#include "support/check.hpp"
+
+namespace nimble::ops {
+namespace {
+
+// The type of a run-time value: every dim fixed.
+ir::Type concrete_type(const Value& v) {
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor();
+    return ir::tensor_type(std::vector<ir::Dim>(t.shape().begin(), t.shape().end()), t.dtype());
+  }
+  NIMBLE_ASSERT(v.kind() == Value::Kind::tuple,
+                "data-independent ops take tensors and tuples of tensors");
+  std::vector<ir::Type> fields;
+  for (const Value& f : v.fields()) fields.push_back(concrete_type(f));
+  return ir::tuple_type(std::move(fields));
+}
+
+void collect_shapes(const ir::Type& t, std::vector<Shape>& out) {
+  if (const auto* tensor = t.as<ir::TensorTypeNode>()) {
+    std::vector<std::int64_t> dims;
+    for (const ir::Dim& d : tensor->shape) {
+      NIMBLE_ASSERT(d.is_fixed(), "a relation of fixed shapes gives fixed shapes");
+      dims.push_back(d.value());
+    }
+    out.emplace_back(std::span<const std::int64_t>(dims));
+    return;
+  }
+  const auto* tuple = t.as<ir::TupleTypeNode>();
+  NIMBLE_ASSERT(tuple != nullptr, "ops produce tensors or tuples of tensors");
+  for (const ir::Type& f : tuple->fields) collect_shapes(f, out);
+}
+
+void collect_shapes(const Value& v, std::vector<Shape>& out) {
+  if (v.is_tensor()) {
+    out.push_back(v.tensor().shape());
+    return;
+  }
+  for (const Value& f : v.fields()) collect_shapes(f, out);
+}
+
+}  // namespace
+
+bool has_data_dependent_shape(const ir::OpDef& op) noexcept {
+  static const ir::OpDef* const kDataDependent[] = {&arange(), &nonzero(), &zeros(),
+                                                    &ones(),   &full(),    &dynamic_strided_slice(),
+                                                    &stack()};
+  for (const ir::OpDef* d : kDataDependent)
+    if (d == &op) return true;
+  return false;
+}
+
+std::vector<Shape> output_shapes(const ir::OpDef& op, std::span<const Value> args,
+                                 const ir::Attrs& attrs) {
+  std::vector<Shape> shapes;
+  if (has_data_dependent_shape(op)) {
+    NIMBLE_ASSERT(op.reference != nullptr, "every op has a reference kernel");
+    try {
+      collect_shapes(op.reference(args, attrs), shapes);
+    } catch (Error& e) {
+      throw e.with_context(op.name);
+    }
+    return shapes;
+  }
+  std::vector<ir::Type> types;
+  for (const Value& a : args) types.push_back(concrete_type(a));
+  try {
+    collect_shapes(op.type_relation(types, attrs), shapes);
+  } catch (const Error& e) {
+    // With every dim known, a type error is a run-time shape mismatch.
+    throw Error(ErrorKind::invalid_argument, fmt::format("{}: {}", op.name, e.message()));
+  }
+  return shapes;
+}
+
+}  // namespace nimble::ops
