@@ -695,39 +695,8 @@ void TypeInferencer::finalize(const Expr& expr) {
                          "return type",
                          to_string(e->checked_type)));
     }
-    void visit_var(const Expr& e, const VarNode&) override { settle(e); }
-    void visit_constant(const Expr& e, const ConstantNode&) override { settle(e); }
-    void visit_global_var(const Expr& e, const GlobalVarNode&) override { settle(e); }
-    void visit_constructor(const Expr& e, const ConstructorNode&) override { settle(e); }
     // Post-order, so that an unsolved type is reported at the innermost node.
-    void visit_call(const Expr& e, const CallNode& n) override {
-      ExprVisitor::visit_call(e, n);
-      settle(e);
-    }
-    void visit_let_binding(const Expr& e, const LetNode& n) override {
-      ExprVisitor::visit_let_binding(e, n);
-      settle(e);
-    }
-    void visit_if(const Expr& e, const IfNode& n) override {
-      ExprVisitor::visit_if(e, n);
-      settle(e);
-    }
-    void visit_tuple(const Expr& e, const TupleNode& n) override {
-      ExprVisitor::visit_tuple(e, n);
-      settle(e);
-    }
-    void visit_tuple_get(const Expr& e, const TupleGetNode& n) override {
-      ExprVisitor::visit_tuple_get(e, n);
-      settle(e);
-    }
-    void visit_function(const Expr& e, const FunctionNode& n) override {
-      ExprVisitor::visit_function(e, n);
-      settle(e);
-    }
-    void visit_match(const Expr& e, const MatchNode& n) override {
-      ExprVisitor::visit_match(e, n);
-      settle(e);
-    }
+    void leave(const Expr& e) override { settle(e); }
   };
   Finalizer finalizer(*this);
   finalizer.visit(expr);

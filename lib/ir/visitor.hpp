@@ -1,9 +1,12 @@
 // ExprVisitor: walks an expression tree, by default visiting every
-// sub-expression once per occurrence (pre-order). Subclasses override
+// sub-expression once per occurrence: visit_<kind> on the way down (pre-order),
+// leave() on the way up (post-order). Subclasses override
 // visit_<kind> and call the base to keep recursing. Let chains are walked
 // iteratively, so a long sequence of lets (a long straight-line program)
 // never overflows the C++ stack.
 #pragma once
+
+#include <vector>
 
 #include "nimble/ir/expr.hpp"
 
@@ -16,14 +19,21 @@ class ExprVisitor {
   void visit(const Expr& e) {
     Expr cur = e;
     // Walk a let chain as a loop: let a = x; let b = y; ... body.
+    std::vector<Expr> chain;
     while (const auto* let = cur.as<LetNode>()) {
       visit_let_binding(cur, *let);
+      chain.push_back(cur);
       cur = let->body;
     }
     dispatch(cur);
+    leave(cur);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) leave(*it);
   }
 
  protected:
+  /// Called after a node and everything under it was visited (post-order).
+  virtual void leave(const Expr&) {}
+
   virtual void visit_var(const Expr&, const VarNode&) {}
   virtual void visit_constant(const Expr&, const ConstantNode&) {}
   virtual void visit_global_var(const Expr&, const GlobalVarNode&) {}
