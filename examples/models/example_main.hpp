@@ -2,8 +2,9 @@
 //   <model> [--reference] [--print-ir] [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
-// of ../shared/workloads.md. --reference selects the reference interpreter
-// (today the only engine); --print-ir prints the typed IR first.
+// of ../shared/workloads.md. The model runs on the bytecode VM;
+// --reference selects the reference interpreter instead; --print-ir prints
+// the typed IR first.
 #pragma once
 
 #include <nimble/nimble.hpp>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,9 +40,13 @@ inline void add_outputs(workloads::Checksum& c, const Value& v) {
 
 inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
   bool print_ir = false;
+  bool reference = false;
   std::vector<std::int64_t> sizes;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reference") == 0) continue;
+    if (std::strcmp(argv[i], "--reference") == 0) {
+      reference = true;
+      continue;
+    }
     if (std::strcmp(argv[i], "--print-ir") == 0) {
       print_ir = true;
       continue;
@@ -59,8 +65,11 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     const Function entry = spec.build(b);
     const ir::Module module = b.build();
     if (print_ir) std::fputs(ir::print(module, {.show_types = true}).c_str(), stdout);
+    std::optional<vm::VirtualMachine> machine;
+    if (!reference) machine.emplace(compile(module));
     for (std::int64_t size : sizes) {
-      const Value out = evaluate(module, entry.name(), spec.inputs(module, size));
+      const Value out = reference ? evaluate(module, entry.name(), spec.inputs(module, size))
+                                  : machine->invoke(entry.name(), spec.inputs(module, size));
       workloads::Checksum c;
       add_outputs(c, out);
       std::printf("%s\n", workloads::checksum_line(spec.workload, size, c).c_str());

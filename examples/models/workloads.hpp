@@ -155,6 +155,44 @@ inline Tensor w3_input(std::int64_t length) {
   return uniform_tensor(rng, {length, 768});
 }
 
+// --- W4: micro ------------------------------------------------------------------------------
+/// chain1000: 500 × (x = x * 1.0001; x = x + 0.001) on x [16], constants in f32.
+inline constexpr int kChainPairs = 500;
+inline constexpr std::int64_t kChainLength = 16;
+inline constexpr float kChainScale = 1.0001f;
+inline constexpr float kChainShift = 0.001f;
+/// gemm: A [L, 768] · B [768, 768] (B not transposed).
+inline constexpr std::int64_t kGemmSizes[] = {1, 37, 128};
+inline constexpr std::int64_t kGemmDim = 768;
+/// sgemm: A [n, n] · B [n, n].
+inline constexpr std::int64_t kSgemmSizes[] = {1024, 2048};
+
+/// chain1000's input x [16].
+inline Tensor w4_chain_input() {
+  SplitMix64 rng(4);
+  return uniform_tensor(rng, {kChainLength});
+}
+/// gemm's right matrix B [768, 768].
+inline Tensor w4_gemm_b() {
+  SplitMix64 rng(5);
+  return uniform_tensor(rng, {kGemmDim, kGemmDim});
+}
+/// gemm's left matrix A [L, 768].
+inline Tensor w4_gemm_a(std::int64_t length) {
+  SplitMix64 rng(4000 + static_cast<std::uint64_t>(length));
+  return uniform_tensor(rng, {length, kGemmDim});
+}
+/// sgemm's operands, which workloads.md leaves open (bench/README.md states
+/// them): A [n, n] from seed 10000 + n, B [n, n] from seed 20000 + n.
+inline Tensor sgemm_a(std::int64_t n) {
+  SplitMix64 rng(10000 + static_cast<std::uint64_t>(n));
+  return uniform_tensor(rng, {n, n});
+}
+inline Tensor sgemm_b(std::int64_t n) {
+  SplitMix64 rng(20000 + static_cast<std::uint64_t>(n));
+  return uniform_tensor(rng, {n, n});
+}
+
 // --- Checksums -------------------------------------------------------------------------------
 
 /// Σ outputs and Σ|outputs| in double, over f32 tensors.

@@ -3,6 +3,8 @@
 
 #include "nimble/runtime.hpp"
 #include "nimble/builder.hpp"
+#include "nimble/compile.hpp"
 #include "nimble/interpreter.hpp"
 #include "nimble/ir/module.hpp"
 #include "nimble/target.hpp"
+#include "nimble/vm.hpp"

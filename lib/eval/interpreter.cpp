@@ -12,11 +12,11 @@
 #include <pthread.h>
 
 #include <exception>
-#include <map>
 #include <unordered_map>
 
 #include "ir/op.hpp"
 #include "support/check.hpp"
+#include "vm/compiler/signature_from_ir.hpp"
 
 namespace nimble {
 namespace {
@@ -228,121 +228,6 @@ class Interpreter {
   const ir::Module& module_;
 };
 
-// --- Checking arguments against declared types ---------------------------------------------
-
-class ArgumentChecker {
- public:
-  ArgumentChecker(const ir::Module& module, std::string function)
-      : module_(module), function_(std::move(function)) {}
-
-  void check(std::size_t index, const ir::Expr& param, const Value& value) {
-    const auto* var = param.as<ir::VarNode>();
-    const ir::Type& type = var->type_annotation;
-    std::string why;
-    if (!fits(type, value, why))
-      throw_error(ErrorKind::type_error, "@{}: argument {} (%{}) must be {}, got {}{}", function_,
-                  index + 1, var->name, ir::to_string(type), describe(value), why);
-  }
-
- private:
-  bool fits(const ir::Type& type, const Value& v, std::string& why) {
-    switch (type.kind()) {
-      case ir::TypeKind::tensor: {
-        if (!v.is_tensor()) return false;
-        const auto* t = type.as<ir::TensorTypeNode>();
-        const Tensor& tensor = v.tensor();
-        if (t->dtype != tensor.dtype() || t->rank() != tensor.rank()) return false;
-        for (std::size_t i = 0; i < t->rank(); ++i)
-          if (!fits_dim(t->shape[i], tensor.shape()[i], why)) return false;
-        return true;
-      }
-      case ir::TypeKind::tuple: {
-        const auto& fields = type.as<ir::TupleTypeNode>()->fields;
-        if (!v.defined() || v.kind() != Value::Kind::tuple || v.fields().size() != fields.size())
-          return false;
-        for (std::size_t i = 0; i < fields.size(); ++i)
-          if (!fits(fields[i], v[i], why)) return false;
-        return true;
-      }
-      case ir::TypeKind::adt: return fits_adt(*type.as<ir::AdtTypeNode>(), v, why);
-      default: return false;  // functions cannot come from the host
-    }
-  }
-
-  // Iterative along the last field (a list's tail, a tree's right spine),
-  // so that a long list is checked without deep recursion.
-  bool fits_adt(const ir::AdtTypeNode& type, Value v, std::string& why) {
-    const ir::AdtDef def = module_.find_adt(type.name);
-    std::map<std::string, ir::Type, std::less<>> args;
-    for (std::size_t i = 0; i < def->type_params.size(); ++i)
-      args.emplace(def->type_params[i], type.args[i]);
-    for (;;) {
-      if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= def->constructors.size())
-        return false;
-      const ir::ConstructorDef& ctor = def->constructors[v.tag()];
-      if (v.fields().size() != ctor.fields.size()) return false;
-      if (ctor.fields.empty()) return true;
-      for (std::size_t i = 0; i + 1 < ctor.fields.size(); ++i)
-        if (!fits(instantiate(ctor.fields[i], args), v[i], why)) return false;
-      const ir::Type last = instantiate(ctor.fields.back(), args);
-      const auto* last_adt = last.as<ir::AdtTypeNode>();
-      if (!last_adt || last_adt->name != type.name || !(last == ir::adt_type(type.name, type.args)))
-        return fits(last, v[ctor.fields.size() - 1], why);
-      v = v[ctor.fields.size() - 1];
-    }
-  }
-
-  static ir::Type instantiate(const ir::Type& t,
-                              const std::map<std::string, ir::Type, std::less<>>& args) {
-    if (const auto* var = t.as<ir::TypeVarNode>()) return args.at(var->name);
-    if (const auto* adt = t.as<ir::AdtTypeNode>()) {
-      std::vector<ir::Type> a;
-      for (const ir::Type& x : adt->args) a.push_back(instantiate(x, args));
-      return ir::adt_type(adt->name, std::move(a));
-    }
-    if (const auto* tuple = t.as<ir::TupleTypeNode>()) {
-      std::vector<ir::Type> f;
-      for (const ir::Type& x : tuple->fields) f.push_back(instantiate(x, args));
-      return ir::tuple_type(std::move(f));
-    }
-    return t;
-  }
-
-  bool fits_dim(const ir::Dim& d, std::int64_t extent, std::string& why) {
-    if (d.is_any()) return true;
-    if (d.is_fixed()) return d.value() == extent;
-    if (const auto bound = d.upper_bound(); bound && extent > *bound) {
-      why = fmt::format(" ({} exceeds the bound of {})", extent, d.name());
-      return false;
-    }
-    auto [it, inserted] = symbols_.emplace(d.name(), extent);
-    if (!inserted && it->second != extent) {
-      why = fmt::format(" ({} is {} in an earlier argument)", d.name(), it->second);
-      return false;
-    }
-    return true;
-  }
-
-  static std::string describe(const Value& v) {
-    if (!v.defined()) return "an undefined value";
-    switch (v.kind()) {
-      case Value::Kind::tensor: {
-        const Tensor& t = v.tensor();
-        std::vector<ir::Dim> dims(t.shape().begin(), t.shape().end());
-        return ir::to_string(ir::tensor_type(std::move(dims), t.dtype()));
-      }
-      case Value::Kind::tuple: return fmt::format("a tuple of {} fields", v.fields().size());
-      case Value::Kind::adt: return fmt::format("a value of constructor #{}", v.tag());
-      case Value::Kind::object: return "a function";
-    }
-    return "?";
-  }
-
-  const ir::Module& module_;
-  std::string function_;
-  std::map<std::string, std::int64_t, std::less<>> symbols_;
-};
-
 // Runs `work` on a thread with a large stack, rethrowing what it throws.
 template <class Work>
 void run_with_large_stack(Work& work) {
@@ -386,8 +271,13 @@ Value evaluate(const ir::Module& module, std::string_view entry, std::vector<Val
   if (args.size() != params.size())
     throw_error(ErrorKind::type_error, "@{}: expected {} arguments, got {}", name, params.size(),
                 args.size());
-  ArgumentChecker checker(module, name);
-  for (std::size_t i = 0; i < args.size(); ++i) checker.check(i, params[i], args[i]);
+  // The VM's checker, so that both engines reject a bad argument alike.
+  const std::vector<vm::AdtDesc> adts = vm::adt_descs(module);
+  vm::ArgumentChecker checker(adts, name);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto* var = params[i].as<ir::VarNode>();
+    checker.check(i, var->name, vm::to_type_desc(var->type_annotation), args[i]);
+  }
 
   Value result;
   auto work = [&] { result = Interpreter(module).call_global(name, std::move(args)); };

@@ -7,9 +7,16 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "nimble/ir/expr.hpp"
 #include "nimble/runtime/value.hpp"
+
+// Compute rules are written in lib/ops/compute.hpp's tensor expressions;
+// the IR only names the handle type (ops may include ir, never the reverse).
+namespace nimble::te {
+class Tensor;
+}  // namespace nimble::te
 
 namespace nimble::ir {
 
@@ -45,13 +52,51 @@ using TypeRelation = Type (*)(std::span<const Type> args, const Attrs& attrs);
 /// Thread-safe: kernels keep no state.
 using ReferenceKernel = Value (*)(std::span<const Value> args, const Attrs& attrs);
 
+/// How an op combines with its neighbours when ops are fused into one
+/// kernel (as TVM's OpPatternKind); ordered from the most to the least fusable.
+enum class OpPattern : std::uint8_t {
+  /// out[i] = f(in0[i], in1[i], ...) over one shape: inlined into any consumer,
+  /// and any elementwise/broadcast chain becomes one loop.
+  elementwise,
+  /// elementwise after numpy broadcasting (an input index drops or zeroes
+  /// the dims it broadcasts): fuses as elementwise does.
+  broadcast,
+  /// each output element reads input elements at indices computed from its
+  /// own index (and from scalar data: slice bounds, gathered indices): may be
+  /// inlined into consumers; an injective chain becomes one loop nest.
+  injective,
+  /// output elements fold sets of input elements (sum, max, argmax, and the
+  /// multi-stage normalizations): injective producers inline into the
+  /// reduction's source, elementwise consumers fuse into its epilogue.
+  reduction,
+  /// dense and (batch) matmul: a register-blocked micro-kernel with its own
+  /// schedule; elementwise consumers (bias, activation, residual) fuse into
+  /// its epilogue, producers are not inlined (inputs are packed).
+  out_elemwise_fusable,
+  /// no compute rule: never fused; runs its own kernel or the VM does it.
+  opaque,
+};
+
+/// The op's computation as tensor expressions (lib/ops/compute.hpp), for the
+/// code generators: given te placeholders (or fused producer stages) for its
+/// tensor arguments, one per tensor in arg_names order with a tuple argument
+/// contributing one per field, it returns one te::Tensor per output tensor
+/// (a tuple result gives one per field), following the semantics of the
+/// op's reference kernel. Assumes the call type-checked; run-time conditions
+/// the types leave open become te Checks. Attribute errors throw type_error.
+using ComputeRule = std::vector<te::Tensor> (*)(std::span<const te::Tensor> inputs,
+                                                const Attrs& attrs);
+
 struct OpDef {
   std::string_view name;
   /// Names of the arguments, in order; the op takes exactly this many.
   std::span<const std::string_view> arg_names;
   std::span<const AttrSpec> attrs;
   TypeRelation type_relation;
-  // The op library issue adds: shape function and compute rule.
+  /// How the op fuses; opaque exactly when it has no compute rule.
+  OpPattern pattern = OpPattern::opaque;
+  /// The compute rule; nullptr only for opaque ops (each says why).
+  ComputeRule compute = nullptr;
   /// The reference implementation; nullptr where the op has none yet.
   ReferenceKernel reference = nullptr;
 };

@@ -103,7 +103,8 @@ std::string describe_site(const Expr& expr) {
 }
 
 Type TypeInferencer::fresh() {
-  return Type(make_ref<IncompleteTypeNode>(next_incomplete_++));
+  unknowns_.emplace_back(make_ref<IncompleteTypeNode>(next_incomplete_++));
+  return unknowns_.back();
 }
 
 Type TypeInferencer::resolve(const Type& t) const {

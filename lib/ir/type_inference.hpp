@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "nimble/ir/module.hpp"
 
@@ -67,6 +68,10 @@ class TypeInferencer {
 
   const Module& module_;
   std::unordered_map<const TypeNode*, Type> solutions_;  // IncompleteType -> type
+  // Every unknown made by fresh(), kept alive as long as solutions_ may name
+  // it: a freed node's address could be reused by a new unknown, which would
+  // then inherit the old one's solution.
+  std::vector<Type> unknowns_;
   std::unordered_map<std::string, Type> global_types_;
   std::unordered_set<std::string> in_progress_;
   std::unordered_set<std::string> inferred_;

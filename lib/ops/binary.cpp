@@ -15,11 +15,18 @@
 //  - comparisons on every dtype (f16/bf16 compared as f32): IEEE, so any
 //    comparison with NaN is false except not_equal.
 //  - logical_and, logical_or on bool; where(cond, x, y) picks x where cond.
+//
+// Compute rules (pattern broadcast): out[i] = f(a[ia], b[ib]) over the
+// broadcast shape, where an input dim that may be 1 at run time reads index 0
+// when it is (broadcast.hpp); the rule checks that the run-time dims
+// broadcast. Integer div and power are checked (zero divisor, INT_MIN / -1,
+// a negative exponent raise an error at the element).
 #include <cmath>
 #include <functional>
 #include <limits>
 
 #include "ops/broadcast.hpp"
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 
@@ -229,6 +236,56 @@ Value where_kernel(std::span<const Value> args, const ir::Attrs&) {
   return out;
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+// out[i] = F(a, b) at the elements of a and b that broadcast to i.
+template <const OpDef& (*Op)(), te::Expr (*F)(te::Expr, te::Expr)>
+std::vector<te::Tensor> binary_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  const te::Tensor& a = inputs[0];
+  const te::Tensor& b = inputs[1];
+  TeBroadcast shape = broadcast_shapes(inputs.first(2), kAB);
+  return {te::compute(
+      shape.shape, std::string(Op().name),
+      [&](std::span<const te::Var> i) {
+        return F(load_broadcast(a, i, shape.shape), load_broadcast(b, i, shape.shape));
+      },
+      std::move(shape.checks))};
+}
+
+te::Expr add_expr(te::Expr a, te::Expr b) {
+  return a + b;
+}
+te::Expr sub_expr(te::Expr a, te::Expr b) {
+  return a - b;
+}
+te::Expr mul_expr(te::Expr a, te::Expr b) {
+  return a * b;
+}
+te::Expr div_expr(te::Expr a, te::Expr b) {
+  const bool checked = is_integer(a.dtype());
+  return te::binary(te::BinaryOp::div, std::move(a), std::move(b), checked);
+}
+te::Expr power_expr(te::Expr a, te::Expr b) {
+  const bool checked = is_integer(a.dtype());
+  return te::binary(te::BinaryOp::pow, std::move(a), std::move(b), checked);
+}
+template <te::BinaryOp kOp>
+te::Expr binary_expr(te::Expr a, te::Expr b) {
+  return te::binary(kOp, std::move(a), std::move(b));
+}
+
+std::vector<te::Tensor> where_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  TeBroadcast shape = broadcast_shapes(inputs.first(3), kWhereArgs);
+  return {te::compute(
+      shape.shape, "where",
+      [&](std::span<const te::Var> i) {
+        return te::select(load_broadcast(inputs[0], i, shape.shape),
+                          load_broadcast(inputs[1], i, shape.shape),
+                          load_broadcast(inputs[2], i, shape.shape));
+      },
+      std::move(shape.checks))};
+}
+
 }  // namespace
 
 const OpDef& add() {
@@ -236,6 +293,8 @@ const OpDef& add() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&add>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&add, &add_expr>,
                          .reference = &add_kernel};
   return def;
 }
@@ -245,6 +304,8 @@ const OpDef& sub() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&sub>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&sub, &sub_expr>,
                          .reference = &sub_kernel};
   return def;
 }
@@ -254,6 +315,8 @@ const OpDef& mul() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&mul>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&mul, &mul_expr>,
                          .reference = &mul_kernel};
   return def;
 }
@@ -263,6 +326,8 @@ const OpDef& div() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&div>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&div, &div_expr>,
                          .reference = &div_kernel};
   return def;
 }
@@ -272,6 +337,8 @@ const OpDef& maximum() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&maximum>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&maximum, &binary_expr<te::BinaryOp::maximum>>,
                          .reference = &extremum_kernel<true>};
   return def;
 }
@@ -281,6 +348,8 @@ const OpDef& minimum() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&minimum>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&minimum, &binary_expr<te::BinaryOp::minimum>>,
                          .reference = &extremum_kernel<false>};
   return def;
 }
@@ -290,6 +359,8 @@ const OpDef& power() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &arithmetic<&power>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&power, &power_expr>,
                          .reference = &power_kernel};
   return def;
 }
@@ -299,6 +370,8 @@ const OpDef& equal() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&equal>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&equal, &binary_expr<te::BinaryOp::eq>>,
                          .reference = &comparison_kernel<std::equal_to<>>};
   return def;
 }
@@ -308,6 +381,8 @@ const OpDef& not_equal() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&not_equal>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&not_equal, &binary_expr<te::BinaryOp::ne>>,
                          .reference = &comparison_kernel<std::not_equal_to<>>};
   return def;
 }
@@ -317,6 +392,8 @@ const OpDef& less() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&less>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&less, &binary_expr<te::BinaryOp::lt>>,
                          .reference = &comparison_kernel<std::less<>>};
   return def;
 }
@@ -326,6 +403,8 @@ const OpDef& less_equal() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&less_equal>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&less_equal, &binary_expr<te::BinaryOp::le>>,
                          .reference = &comparison_kernel<std::less_equal<>>};
   return def;
 }
@@ -335,6 +414,8 @@ const OpDef& greater() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&greater>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&greater, &binary_expr<te::BinaryOp::gt>>,
                          .reference = &comparison_kernel<std::greater<>>};
   return def;
 }
@@ -344,25 +425,33 @@ const OpDef& greater_equal() {
                          .arg_names = kAB,
                          .attrs = {},
                          .type_relation = &comparison<&greater_equal>,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &binary_rule<&greater_equal, &binary_expr<te::BinaryOp::ge>>,
                          .reference = &comparison_kernel<std::greater_equal<>>};
   return def;
 }
 
 const OpDef& logical_and() {
-  static const OpDef def{.name = "logical_and",
-                         .arg_names = kAB,
-                         .attrs = {},
-                         .type_relation = &logical<&logical_and>,
-                         .reference = &logical_and_kernel};
+  static const OpDef def{
+      .name = "logical_and",
+      .arg_names = kAB,
+      .attrs = {},
+      .type_relation = &logical<&logical_and>,
+      .pattern = ir::OpPattern::broadcast,
+      .compute = &binary_rule<&logical_and, &binary_expr<te::BinaryOp::logical_and>>,
+      .reference = &logical_and_kernel};
   return def;
 }
 
 const OpDef& logical_or() {
-  static const OpDef def{.name = "logical_or",
-                         .arg_names = kAB,
-                         .attrs = {},
-                         .type_relation = &logical<&logical_or>,
-                         .reference = &logical_or_kernel};
+  static const OpDef def{
+      .name = "logical_or",
+      .arg_names = kAB,
+      .attrs = {},
+      .type_relation = &logical<&logical_or>,
+      .pattern = ir::OpPattern::broadcast,
+      .compute = &binary_rule<&logical_or, &binary_expr<te::BinaryOp::logical_or>>,
+      .reference = &logical_or_kernel};
   return def;
 }
 
@@ -371,6 +460,8 @@ const OpDef& where() {
                          .arg_names = kWhereArgs,
                          .attrs = {},
                          .type_relation = &where_relation,
+                         .pattern = ir::OpPattern::broadcast,
+                         .compute = &where_rule,
                          .reference = &where_kernel};
   return def;
 }

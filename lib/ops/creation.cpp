@@ -12,10 +12,20 @@
 //  - nonzero(x): i64[count, rank], the indices of the elements != 0 (NaN is
 //    non-zero) in row-major order; a scalar gives [count, 0].
 //  - shape_of(x): i64[rank].
+//
+// Compute rules (pattern injective): zeros, ones and full read their extents
+// from the shape tensor (checking that none is negative) and fill with a
+// constant, or with `value` converted as te::cast converts; arange computes its
+// count from the scalars as the reference does (checks: a zero step,
+// non-finite bounds, too many elements) and element i as start + i·step (in
+// the accumulator dtype for floating point, wrapping for integers). nonzero
+// and shape_of are opaque: nonzero compacts data-dependent positions (a scan,
+// not a loop nest over its output), and the VM reads shapes itself (ShapeOf).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
@@ -183,6 +193,94 @@ Value shape_of_kernel(std::span<const Value> args, const ir::Attrs&) {
                            std::span<const std::int64_t>(dims));
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+// The run-time extents held by the shape tensor (a static-length i64 vector).
+std::vector<te::Expr> extents_of(const te::Tensor& shape, std::vector<te::Check>& checks) {
+  const std::optional<std::int64_t> rank = te::as_int(shape.shape()[0]);
+  NIMBLE_ASSERT(rank.has_value(), "shape has a static length (the type relation says so)");
+  std::vector<te::Expr> extents;
+  for (std::int64_t d = 0; d < *rank; ++d) {
+    extents.push_back(shape({d}));
+    te::add_check(checks, extents.back() >= 0, ErrorKind::invalid_argument,
+                  fmt::format("shape has a negative extent at {}", d));
+  }
+  return extents;
+}
+
+template <const OpDef& (*Op)(), std::int64_t kValue>
+std::vector<te::Tensor> constant_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const DType dtype = dtype_attr(Op(), attrs, "dtype");
+  std::vector<te::Check> checks;
+  std::vector<te::Expr> shape = extents_of(inputs[0], checks);
+  return {te::compute(
+      std::move(shape), std::string(Op().name),
+      [&](std::span<const te::Var>) { return te::constant(dtype, static_cast<double>(kValue)); },
+      std::move(checks))};
+}
+
+std::vector<te::Tensor> full_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const DType dtype = dtype_attr(full(), attrs, "dtype");
+  const te::Tensor& value = inputs[1];
+  std::vector<te::Check> checks;
+  std::vector<te::Expr> shape = extents_of(inputs[0], checks);
+  return {te::compute(
+      std::move(shape), "full",
+      [&](std::span<const te::Var>) { return te::cast(dtype, value({})); }, std::move(checks))};
+}
+
+// The element count of arange on floating point: ceil((stop - start) / step),
+// at least 0, in the accumulator dtype.
+te::Expr float_arange_count(const te::Expr& start, const te::Expr& stop, const te::Expr& step,
+                            std::vector<te::Check>& checks) {
+  const te::Expr inf = te::constant(start.dtype(), std::numeric_limits<double>::infinity());
+  te::add_check(checks, te::abs(start) < inf && te::abs(stop) < inf && te::abs(step) < inf,
+                ErrorKind::runtime_error, "start, stop and step must be finite");
+  const te::Expr count = te::ceil((stop - start) / step);
+  te::add_check(checks, count <= 9.0e18, ErrorKind::runtime_error, "too many elements");
+  return te::maximum(te::cast(DType::i64, count), 0);
+}
+
+// The element count of arange on integers (as i64, exact for i8 and i32):
+// ceil((stop - start) / step) for a non-empty range, with truncating
+// division so that no step (not even INT64_MIN) overflows.
+te::Expr int_arange_count(const te::Expr& start, const te::Expr& stop, const te::Expr& step,
+                          DType dtype, std::vector<te::Check>& checks) {
+  const te::Expr distance = stop - start;
+  if (dtype == DType::i64)  // the distance itself may wrap
+    te::add_check(checks,
+                  te::select(stop > start, distance > 0,
+                             te::select(stop < start,
+                                        distance < 0 && te::ne(distance, te::lowest(DType::i64)),
+                                        te::int_imm(1, DType::boolean))),
+                  ErrorKind::runtime_error, "too many elements");
+  const te::Expr up = te::select(stop > start, (distance - 1) / step + 1, 0);
+  const te::Expr down = te::select(stop < start, (distance + 1) / step + 1, 0);
+  return te::select(step > 0, up, down);
+}
+
+std::vector<te::Tensor> arange_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  const DType dtype = inputs[0].dtype();
+  const bool floating = is_floating(dtype);
+  // Floating point computes in the accumulator dtype, integers in i64.
+  const DType wide = floating ? te::accumulator_dtype(dtype) : DType::i64;
+  const te::Expr start = te::cast(wide, inputs[0]({}));
+  const te::Expr stop = te::cast(wide, inputs[1]({}));
+  const te::Expr step = te::cast(wide, inputs[2]({}));
+  std::vector<te::Check> checks;
+  te::add_check(checks, te::ne(step, te::constant(wide, 0)), ErrorKind::runtime_error, "step is 0");
+  te::Expr count = floating ? float_arange_count(start, stop, step, checks)
+                            : int_arange_count(start, stop, step, dtype, checks);
+  return {te::compute(
+      {std::move(count)}, "arange",
+      [&](std::span<const te::Var> i) {
+        if (floating) return te::cast(dtype, start + te::cast(wide, i[0]) * step);
+        // Wrapping in the dtype gives the reference's start + i·step modulo 2^bits.
+        return inputs[0]({}) + te::cast(dtype, i[0]) * inputs[2]({});
+      },
+      std::move(checks))};
+}
+
 }  // namespace
 
 const OpDef& zeros() {
@@ -190,6 +288,8 @@ const OpDef& zeros() {
                          .arg_names = kShape,
                          .attrs = dtype_attrs(),
                          .type_relation = &filled<&zeros>,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &constant_rule<&zeros, 0>,
                          .reference = &constant_kernel<&zeros, 0>};
   return def;
 }
@@ -199,6 +299,8 @@ const OpDef& ones() {
                          .arg_names = kShape,
                          .attrs = dtype_attrs(),
                          .type_relation = &filled<&ones>,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &constant_rule<&ones, 1>,
                          .reference = &constant_kernel<&ones, 1>};
   return def;
 }
@@ -208,6 +310,8 @@ const OpDef& full() {
                          .arg_names = kFullArgs,
                          .attrs = dtype_attrs(),
                          .type_relation = &filled<&full>,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &full_rule,
                          .reference = &full_kernel};
   return def;
 }
@@ -217,24 +321,33 @@ const OpDef& arange() {
                          .arg_names = kArangeArgs,
                          .attrs = {},
                          .type_relation = &arange_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &arange_rule,
                          .reference = &arange_kernel};
   return def;
 }
 
 const OpDef& nonzero() {
+  // Opaque: the output compacts the positions of non-zero elements, a
+  // data-dependent scan rather than a loop nest over the output.
   static const OpDef def{.name = "nonzero",
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &nonzero_relation,
+                         .pattern = ir::OpPattern::opaque,
+                         .compute = nullptr,
                          .reference = &nonzero_kernel};
   return def;
 }
 
 const OpDef& shape_of() {
+  // Opaque: the VM reads a tensor's shape itself (ShapeOf); no kernel runs.
   static const OpDef def{.name = "shape_of",
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &shape_of_relation,
+                         .pattern = ir::OpPattern::opaque,
+                         .compute = nullptr,
                          .reference = &shape_of_kernel};
   return def;
 }

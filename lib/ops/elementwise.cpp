@@ -12,8 +12,14 @@
 //    out of range and ±inf -> the nearest limit); integer to integer wraps;
 //    anything to bool is x != 0 (NaN is true); bool is 0 or 1.
 //  - logical_not on bool.
+//
+// Compute rules (pattern elementwise): out[i] = f(x[i]) with f the te
+// operation of the same semantics (te::sigmoid is the overflow-free form,
+// te::cast the cast op's conversion); relu is select(x < 0, 0, x), which
+// keeps NaN, and gelu is written out in its erf form.
 #include <cmath>
 
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
@@ -140,6 +146,33 @@ Value cast_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   return y;
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+// out[i] = F(x[i]) over x's shape.
+template <const OpDef& (*Op)(), te::Expr (*F)(te::Expr)>
+std::vector<te::Tensor> unary_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  const te::Tensor& x = inputs[0];
+  return {te::compute(x.shape(), std::string(Op().name),
+                      [&](std::span<const te::Var> i) { return F(x(te::as_indices(i))); })};
+}
+
+te::Expr relu_expr(te::Expr x) {
+  const te::Expr zero = te::constant(x.dtype(), 0);
+  return te::select(x < 0, zero, x);  // NaN < 0 is false: NaN stays
+}
+
+te::Expr gelu_expr(te::Expr x) {
+  return 0.5 * x * (1.0 + te::erf(x / std::sqrt(2.0)));
+}
+
+std::vector<te::Tensor> cast_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const DType to = dtype_attr(cast(), attrs, "dtype");
+  return {te::compute(x.shape(), "cast", [&](std::span<const te::Var> i) {
+    return te::cast(to, x(te::as_indices(i)));
+  })};
+}
+
 }  // namespace
 
 const OpDef& neg() {
@@ -147,6 +180,8 @@ const OpDef& neg() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &numeric_unary<&neg>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&neg, &te::neg>,
                          .reference = &neg_kernel};
   return def;
 }
@@ -156,6 +191,8 @@ const OpDef& abs() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &numeric_unary<&abs>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&abs, &te::abs>,
                          .reference = &abs_kernel};
   return def;
 }
@@ -165,6 +202,8 @@ const OpDef& exp() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&exp>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&exp, &te::exp>,
                          .reference = &floating_kernel<&exp_fn>};
   return def;
 }
@@ -174,6 +213,8 @@ const OpDef& log() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&log>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&log, &te::log>,
                          .reference = &floating_kernel<&log_fn>};
   return def;
 }
@@ -183,6 +224,8 @@ const OpDef& sqrt() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&sqrt>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&sqrt, &te::sqrt>,
                          .reference = &floating_kernel<&sqrt_fn>};
   return def;
 }
@@ -192,6 +235,8 @@ const OpDef& rsqrt() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&rsqrt>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&rsqrt, &te::rsqrt>,
                          .reference = &floating_kernel<&rsqrt_fn>};
   return def;
 }
@@ -201,6 +246,8 @@ const OpDef& tanh() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&tanh>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&tanh, &te::tanh>,
                          .reference = &floating_kernel<&tanh_fn>};
   return def;
 }
@@ -210,6 +257,8 @@ const OpDef& sigmoid() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&sigmoid>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&sigmoid, &te::sigmoid>,
                          .reference = &floating_kernel<&sigmoid_fn>};
   return def;
 }
@@ -219,6 +268,8 @@ const OpDef& relu() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&relu>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&relu, &relu_expr>,
                          .reference = &floating_kernel<&relu_fn>};
   return def;
 }
@@ -228,6 +279,8 @@ const OpDef& gelu() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&gelu>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&gelu, &gelu_expr>,
                          .reference = &floating_kernel<&gelu_fn>};
   return def;
 }
@@ -237,6 +290,8 @@ const OpDef& erf() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &floating_unary<&erf>,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&erf, &te::erf>,
                          .reference = &floating_kernel<&erf_fn>};
   return def;
 }
@@ -247,6 +302,8 @@ const OpDef& cast() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &cast_relation,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &cast_rule,
                          .reference = &cast_kernel};
   return def;
 }
@@ -256,6 +313,8 @@ const OpDef& logical_not() {
                          .arg_names = kX,
                          .attrs = {},
                          .type_relation = &logical_not_relation,
+                         .pattern = ir::OpPattern::elementwise,
+                         .compute = &unary_rule<&logical_not, &te::logical_not>,
                          .reference = &logical_not_kernel};
   return def;
 }

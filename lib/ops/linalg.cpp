@@ -8,9 +8,16 @@
 // exact integer product would). Reduction dims (k), bias length and the batch
 // broadcast are checked at run time: a mismatch is Error(invalid_argument)
 // naming both shapes. A k of 0 gives zeros (plus bias).
+//
+// Compute rules (pattern out_elemwise_fusable): a sum over k of products in
+// te::accumulator_dtype (f32 for f16/bf16), then an elementwise stage that
+// adds dense's bias and rounds to the dtype (the stage a fused epilogue joins).
+// They check the run-time k (and bias length, batch broadcast) as the
+// reference does.
 #include <Eigen/Core>
 
 #include "ops/broadcast.hpp"
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "support/check.hpp"
@@ -252,6 +259,101 @@ Value matmul_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   return out;
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+// A check that two extents are equal at run time, unless they provably are.
+void expect_equal(std::vector<te::Check>& checks, const te::Expr& a, const te::Expr& b,
+                  std::string message) {
+  te::add_check(checks, te::eq(a, b), ErrorKind::invalid_argument, std::move(message));
+}
+
+// out[i] = Σ_k product(i, k) in the accumulator dtype, then `epilogue(acc, i)`
+// rounded to `dtype` (the sum alone when that is the identity).
+template <class Product, class Epilogue>
+std::vector<te::Tensor> product_stages(const std::string& name, std::vector<te::Expr> shape,
+                                       const te::Expr& k, DType dtype, Product product,
+                                       Epilogue epilogue, std::vector<te::Check> checks,
+                                       bool has_epilogue) {
+  const DType acc = te::accumulator_dtype(dtype);
+  const bool one_stage = !has_epilogue && acc == dtype;
+  const te::Tensor sum = te::compute(
+      shape, one_stage ? name : name + ".acc",
+      [&](std::span<const te::Var> i) {
+        const te::IterVar kk = te::reduce_axis(k, "k");
+        return te::reduce_sum(product(i, kk.var, acc), {kk});
+      },
+      std::move(checks));
+  if (one_stage) return {sum};
+  return {te::compute(shape, name, [&](std::span<const te::Var> i) {
+    return te::cast(dtype, epilogue(sum(te::as_indices(i)), i, acc));
+  })};
+}
+
+std::vector<te::Tensor> dense_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  const te::Tensor& x = inputs[0];
+  const te::Tensor& weight = inputs[1];
+  const te::Tensor& bias = inputs[2];
+  const te::Expr& k = x.shape().back();
+  std::vector<te::Check> checks;
+  expect_equal(checks, weight.shape()[1], k, "x's columns do not match weight's");
+  expect_equal(checks, bias.shape()[0], weight.shape()[0], "bias does not match weight's rows");
+  std::vector<te::Expr> shape(x.shape().begin(), x.shape().end() - 1);
+  shape.push_back(weight.shape()[0]);
+  return product_stages(
+      "dense", shape, k, x.dtype(),
+      [&](std::span<const te::Var> i, const te::Var& kk, DType acc) {
+        std::vector<te::Expr> xi(i.begin(), i.end() - 1);
+        xi.push_back(kk);
+        return te::cast(acc, x(std::move(xi))) * te::cast(acc, weight({i.back(), kk}));
+      },
+      [&](const te::Expr& sum, std::span<const te::Var> i, DType acc) {
+        return sum + te::cast(acc, bias({i.back()}));
+      },
+      std::move(checks), true);
+}
+
+template <const OpDef& (*Op)()>
+std::vector<te::Tensor> matmul_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  constexpr bool kBatched = Op == &batch_matmul;
+  const te::Tensor& a = inputs[0];
+  const te::Tensor& b = inputs[1];
+  const bool ta = bool_attr(Op(), attrs, "transpose_a");
+  const bool tb = bool_attr(Op(), attrs, "transpose_b");
+  const std::size_t r = a.ndim();  // the matrix dims are r - 2 and r - 1
+  const te::Expr& m = a.shape()[r - (ta ? 1 : 2)];
+  const te::Expr& ka = a.shape()[r - (ta ? 2 : 1)];
+  const te::Expr& kb = b.shape()[r - (tb ? 1 : 2)];
+  const te::Expr& n = b.shape()[r - (tb ? 2 : 1)];
+  std::vector<te::Check> checks;
+  expect_equal(checks, ka, kb, "a's k does not match b's");
+  std::vector<te::Expr> shape{m, n};
+  te::Expr batch = 1;
+  if (kBatched) {
+    BroadcastExtent merged = broadcast_extent(a.shape()[0], b.shape()[0]);
+    te::add_check(checks, merged.ok, ErrorKind::invalid_argument,
+                  "a and b do not broadcast at dim 0");
+    batch = merged.extent;
+    shape.insert(shape.begin(), batch);
+  }
+  return product_stages(
+      std::string(Op().name), shape, ka, a.dtype(),
+      [&](std::span<const te::Var> i, const te::Var& k, DType acc) {
+        const te::Var& row = i[r - 2];
+        const te::Var& col = i[r - 1];
+        std::vector<te::Expr> ai =
+            ta ? std::vector<te::Expr>{k, row} : std::vector<te::Expr>{row, k};
+        std::vector<te::Expr> bi =
+            tb ? std::vector<te::Expr>{col, k} : std::vector<te::Expr>{k, col};
+        if (kBatched) {
+          ai.insert(ai.begin(), broadcast_index(a.shape()[0], batch, i[0]));
+          bi.insert(bi.begin(), broadcast_index(b.shape()[0], batch, i[0]));
+        }
+        return te::cast(acc, a(std::move(ai))) * te::cast(acc, b(std::move(bi)));
+      },
+      [](const te::Expr& sum, std::span<const te::Var>, DType) { return sum; }, std::move(checks),
+      false);
+}
+
 }  // namespace
 
 const OpDef& dense() {
@@ -259,6 +361,8 @@ const OpDef& dense() {
                          .arg_names = kDenseArgs,
                          .attrs = {},
                          .type_relation = &dense_relation,
+                         .pattern = ir::OpPattern::out_elemwise_fusable,
+                         .compute = &dense_rule,
                          .reference = &dense_kernel};
   return def;
 }
@@ -268,6 +372,8 @@ const OpDef& matmul() {
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
                          .type_relation = &matmul_relation,
+                         .pattern = ir::OpPattern::out_elemwise_fusable,
+                         .compute = &matmul_rule<&matmul>,
                          .reference = &matmul_kernel<&matmul>};
   return def;
 }
@@ -277,6 +383,8 @@ const OpDef& batch_matmul() {
                          .arg_names = kAB,
                          .attrs = transpose_attrs(),
                          .type_relation = &batch_matmul_relation,
+                         .pattern = ir::OpPattern::out_elemwise_fusable,
+                         .compute = &matmul_rule<&batch_matmul>,
                          .reference = &matmul_kernel<&batch_matmul>};
   return def;
 }

@@ -12,9 +12,16 @@
 //    written at rows [offset, offset + rows(update)) of axis 0; update's
 //    other dims must equal dest's (else invalid_argument), and the rows must
 //    lie inside dest (else Error(runtime_error); a negative offset is out of range).
+//
+// Compute rules: stack is opaque (its argument is a List value, walked by
+// the VM, not a tensor a loop nest can index). dynamic_update_slice is
+// injective: out[i, ...] = update[i - offset, ...] for the rows in
+// [offset, offset + rows), dest[i, ...] elsewhere; it checks that update's
+// other dims match dest's and that the rows lie inside dest.
 #include <algorithm>
 #include <cstring>
 
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
@@ -148,14 +155,43 @@ Value dynamic_update_slice_kernel(std::span<const Value> args, const ir::Attrs&)
   return out;
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+std::vector<te::Tensor> dynamic_update_slice_rule(std::span<const te::Tensor> inputs,
+                                                  const ir::Attrs&) {
+  const te::Tensor& dest = inputs[0];
+  const te::Tensor& update = inputs[1];
+  const te::Expr offset = inputs[2]({});
+  const te::Expr& rows = update.shape()[0];
+  std::vector<te::Check> checks;
+  for (std::size_t d = 1; d < dest.ndim(); ++d)
+    te::add_check(checks, te::eq(update.shape()[d], dest.shape()[d]), ErrorKind::invalid_argument,
+                  fmt::format("update does not match dest at dim {}", d));
+  te::add_check(checks, offset >= 0 && offset <= dest.shape()[0] - rows, ErrorKind::runtime_error,
+                "update at offset is out of range for dest");
+  return {te::compute(
+      dest.shape(), "dynamic_update_slice",
+      [&](std::span<const te::Var> i) {
+        std::vector<te::Expr> index = te::as_indices(i);
+        const te::Expr inside = i[0] >= offset && i[0] < offset + rows;
+        te::Expr kept = dest(index);
+        index[0] = i[0] - offset;
+        return te::select(inside, update(std::move(index)), kept);
+      },
+      std::move(checks))};
+}
+
 }  // namespace
 
 const OpDef& stack() {
   static const ir::AttrSpec attrs[] = {{"axis", ir::AttrKind::integer, std::int64_t{0}}};
+  // Opaque: its argument is a List value that the VM walks, not a tensor.
   static const OpDef def{.name = "stack",
                          .arg_names = kList,
                          .attrs = attrs,
                          .type_relation = &stack_relation,
+                         .pattern = ir::OpPattern::opaque,
+                         .compute = nullptr,
                          .reference = &stack_kernel};
   return def;
 }
@@ -165,6 +201,8 @@ const OpDef& dynamic_update_slice() {
                          .arg_names = kUpdateArgs,
                          .attrs = {},
                          .type_relation = &dynamic_update_slice_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &dynamic_update_slice_rule,
                          .reference = &dynamic_update_slice_kernel};
   return def;
 }

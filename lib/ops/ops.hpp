@@ -1,8 +1,9 @@
 // The operator library: one accessor per op, each returning the op's one
 // OpDef (static storage). Core code and the builder refer to ops only
 // through these accessors. Families live one per file (elementwise.cpp,
-// binary.cpp, reduce.cpp, linalg.cpp, transform.cpp, creation.cpp, list.cpp);
-// registry.cpp lists them all for the parser.
+// binary.cpp, reduce.cpp, linalg.cpp, transform.cpp, creation.cpp, list.cpp),
+// each op with its type relation, fusion pattern, compute rule (compute.hpp)
+// and reference kernel; registry.cpp lists them all for the parser.
 //
 // Arguments and attributes, per op (types: T = any tensor type; broadcasting
 // follows numpy/PyTorch, with `Any` and symbolic dims: see broadcast.hpp):

@@ -15,10 +15,23 @@
 //  - layer_norm: over the `axis` attribute (the last axis by default) with the
 //    biased variance: (x - mean) / sqrt(var + epsilon) · gamma + beta, in
 //    double. gamma and beta must have x's extent along the axis at run time.
+//
+// Compute rules (pattern reduction). A reduce is the whole body of its stage,
+// so a rule is a few stages: floating point accumulates in
+// te::accumulator_dtype (f32 for f16/bf16) and a last elementwise stage
+// rounds to x's dtype:
+//  - sum: Σ (+ a cast stage for f16/bf16); mean: Σ, then / count.
+//  - max, min: NaN-propagating folds; argmax: te's first-index argmax. They
+//    check that the reduced extent is not empty.
+//  - softmax: max, then Σ exp(x - max), then exp(x - max) / Σ (log_softmax:
+//    x - max - log Σ); exp is recomputed rather than stored.
+//  - layer_norm: Σ x, then Σ (x - mean)², then the normalization; it checks
+//    that gamma and beta have x's extent along the axis.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
@@ -325,6 +338,203 @@ Value layer_norm_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   return out;
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+// A reduction of te tensor x over some of its axes: the result shape, one
+// reduction IterVar per reduced axis, and x's index for a result index.
+struct TeReduction {
+  std::vector<te::Expr> shape;
+  std::vector<te::IterVar> axes;
+  std::vector<int> source;  // per dim of x: the IterVar it reads (>= 0) or -1
+  bool keepdims = false;
+
+  TeReduction(const te::Tensor& x, std::span<const std::size_t> reduced, bool keep)
+      : source(x.ndim(), -1), keepdims(keep) {
+    for (std::size_t d = 0; d < x.ndim(); ++d) {
+      const bool is_reduced = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
+      if (is_reduced) {
+        source[d] = static_cast<int>(axes.size());
+        axes.push_back(te::reduce_axis(x.shape()[d], fmt::format("k{}", axes.size())));
+      }
+      if (!is_reduced || keepdims) shape.push_back(is_reduced ? te::Expr(1) : x.shape()[d]);
+    }
+  }
+
+  // x's index for result index `out`, reading the reduction axes.
+  [[nodiscard]] std::vector<te::Expr> x_index(std::span<const te::Var> out) const {
+    std::vector<te::Expr> index;
+    std::size_t o = 0;
+    for (const int s : source) {
+      if (s >= 0) {
+        index.push_back(axes[static_cast<std::size_t>(s)].var);
+        if (keepdims) ++o;
+      } else {
+        index.push_back(out[o++]);
+      }
+    }
+    return index;
+  }
+
+  // The number of elements folded into each result element.
+  [[nodiscard]] te::Expr count() const {
+    std::vector<te::Expr> extents;
+    for (const te::IterVar& axis : axes) extents.push_back(axis.extent);
+    return te::product(extents);
+  }
+
+  // A check that no reduced extent is 0 (max, min and argmax have no init).
+  [[nodiscard]] std::vector<te::Check> not_empty(std::span<const std::size_t> reduced) const {
+    te::Expr ok = te::int_imm(1, DType::boolean);
+    for (const te::IterVar& axis : axes) ok = ok && axis.extent > 0;
+    std::vector<te::Check> checks;
+    te::add_check(checks, ok, ErrorKind::invalid_argument,
+                  fmt::format("x has no elements along axes [{}]", fmt::join(reduced, ", ")));
+    return checks;
+  }
+};
+
+template <const OpDef& (*Op)()>
+std::vector<std::size_t> reduced_axes(const te::Tensor& x, const ir::Attrs& attrs) {
+  std::vector<std::size_t> axes = normalize_axes(ints_attr(Op(), attrs, "axes"), x.ndim());
+  if (axes.empty())
+    for (std::size_t d = 0; d < x.ndim(); ++d) axes.push_back(d);
+  return axes;
+}
+
+// `t` rounded to `dtype` in an elementwise stage named `name` (none when it has it).
+te::Tensor cast_stage(const te::Tensor& t, DType dtype, std::string name) {
+  if (t.dtype() == dtype) return t;
+  return te::compute(t.shape(), std::move(name), [&](std::span<const te::Var> i) {
+    return te::cast(dtype, t(te::as_indices(i)));
+  });
+}
+
+template <const OpDef& (*Op)()>
+std::vector<te::Tensor> sum_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::size_t> reduced = reduced_axes<Op>(x, attrs);
+  const TeReduction r(x, reduced, bool_attr(Op(), attrs, "keepdims"));
+  const DType acc = te::accumulator_dtype(x.dtype());
+  const std::string name(Op().name);
+  // sum in x's dtype is one stage; otherwise an epilogue rounds (and divides).
+  const bool one_stage = &Op() == &sum() && acc == x.dtype();
+  const te::Tensor total =
+      te::compute(r.shape, one_stage ? name : name + ".sum", [&](std::span<const te::Var> i) {
+        return te::reduce_sum(te::cast(acc, x(r.x_index(i))), r.axes);
+      });
+  if (&Op() == &sum()) return {cast_stage(total, x.dtype(), name)};
+  return {te::compute(r.shape, name, [&](std::span<const te::Var> i) {
+    return te::cast(x.dtype(), total(te::as_indices(i)) / te::cast(acc, r.count()));
+  })};
+}
+
+template <const OpDef& (*Op)(), bool kMax>
+std::vector<te::Tensor> extremum_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::size_t> reduced = reduced_axes<Op>(x, attrs);
+  const TeReduction r(x, reduced, bool_attr(Op(), attrs, "keepdims"));
+  return {te::compute(
+      r.shape, std::string(Op().name),
+      [&](std::span<const te::Var> i) {
+        return kMax ? te::reduce_max(x(r.x_index(i)), r.axes)
+                    : te::reduce_min(x(r.x_index(i)), r.axes);
+      },
+      r.not_empty(reduced))};
+}
+
+std::vector<te::Tensor> argmax_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::size_t reduced[] = {normalize_axis(int_attr(argmax(), attrs, "axis"), x.ndim())};
+  const TeReduction r(x, reduced, bool_attr(argmax(), attrs, "keepdims"));
+  return {te::compute(
+      r.shape, "argmax",
+      [&](std::span<const te::Var> i) { return te::reduce_argmax(x(r.x_index(i)), r.axes[0]); },
+      r.not_empty(reduced))};
+}
+
+// x's index with `i` (an index of x's shape without `axis`) and `k` at `axis`.
+std::vector<te::Expr> with_axis(std::span<const te::Var> i, std::size_t axis, te::Expr k) {
+  std::vector<te::Expr> index(i.begin(), i.end());
+  index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis), std::move(k));
+  return index;
+}
+
+// `i` (an index of x) without its `axis` entry.
+std::vector<te::Expr> without_axis(std::span<const te::Var> i, std::size_t axis) {
+  std::vector<te::Expr> index(i.begin(), i.end());
+  index.erase(index.begin() + static_cast<std::ptrdiff_t>(axis));
+  return index;
+}
+
+template <bool kLog>
+std::vector<te::Tensor> softmax_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const OpDef& op = kLog ? log_softmax() : softmax();
+  const std::string name(op.name);
+  const te::Tensor& x = inputs[0];
+  const std::size_t axis = normalize_axis(int_attr(op, attrs, "axis"), x.ndim());
+  const DType acc = te::accumulator_dtype(x.dtype());
+  std::vector<te::Expr> rows = x.shape();  // x's shape without the axis
+  rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(axis));
+  const te::Tensor max = te::compute(rows, name + ".max", [&](std::span<const te::Var> i) {
+    const te::IterVar k = te::reduce_axis(x.shape()[axis], "k");
+    return te::reduce_max(te::cast(acc, x(with_axis(i, axis, k.var))), {k});
+  });
+  const te::Tensor sum = te::compute(rows, name + ".sum", [&](std::span<const te::Var> i) {
+    const te::IterVar k = te::reduce_axis(x.shape()[axis], "k");
+    const te::Expr shifted = te::cast(acc, x(with_axis(i, axis, k.var))) - max(te::as_indices(i));
+    return te::reduce_sum(te::exp(shifted), {k});
+  });
+  return {te::compute(x.shape(), name, [&](std::span<const te::Var> i) {
+    const std::vector<te::Expr> row = without_axis(i, axis);
+    const te::Expr shifted = te::cast(acc, x(te::as_indices(i))) - max(row);
+    return te::cast(x.dtype(), kLog ? shifted - te::log(sum(row)) : te::exp(shifted) / sum(row));
+  })};
+}
+
+std::vector<te::Tensor> layer_norm_rule(std::span<const te::Tensor> inputs,
+                                        const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const te::Tensor& gamma = inputs[1];
+  const te::Tensor& beta = inputs[2];
+  const std::int64_t axis_attr = int_attr(layer_norm(), attrs, "axis");
+  const std::size_t axis = normalize_axis(axis_attr, x.ndim());
+  const double epsilon = real_attr(layer_norm(), attrs, "epsilon");
+  const DType acc = te::accumulator_dtype(x.dtype());
+  const te::Expr& extent = x.shape()[axis];
+  std::vector<te::Check> checks;
+  for (const te::Tensor* param : {&gamma, &beta}) {
+    const te::Expr& n = param->shape()[0];
+    if (!te::provably_equal(n, extent))
+      checks.push_back(
+          {te::eq(n, extent), ErrorKind::invalid_argument,
+           fmt::format("{} does not match x along axis {}", param->name(), axis_attr)});
+  }
+  std::vector<te::Expr> rows = x.shape();
+  rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(axis));
+  const te::Expr count = te::cast(acc, extent);
+  const te::Tensor sum = te::compute(rows, "layer_norm.sum", [&](std::span<const te::Var> i) {
+    const te::IterVar k = te::reduce_axis(extent, "k");
+    return te::reduce_sum(te::cast(acc, x(with_axis(i, axis, k.var))), {k});
+  });
+  const te::Tensor var = te::compute(rows, "layer_norm.var", [&](std::span<const te::Var> i) {
+    const te::IterVar k = te::reduce_axis(extent, "k");
+    const te::Expr centered =
+        te::cast(acc, x(with_axis(i, axis, k.var))) - sum(te::as_indices(i)) / count;
+    return te::reduce_sum(centered * centered, {k});
+  });
+  return {te::compute(
+      x.shape(), "layer_norm",
+      [&](std::span<const te::Var> i) {
+        const std::vector<te::Expr> row = without_axis(i, axis);
+        const te::Expr mean = sum(row) / count;
+        const te::Expr scale = te::rsqrt(var(row) / count + epsilon);
+        const te::Expr normalized = (te::cast(acc, x(te::as_indices(i))) - mean) * scale;
+        return te::cast(x.dtype(), normalized * te::cast(acc, gamma({i[axis]})) +
+                                       te::cast(acc, beta({i[axis]})));
+      },
+      std::move(checks))};
+}
+
 }  // namespace
 
 const OpDef& sum() {
@@ -332,6 +542,8 @@ const OpDef& sum() {
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
                          .type_relation = &reduction<&sum, false>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &sum_rule<&sum>,
                          .reference = &sum_like_kernel<&sum, ref::Accepts::numeric>};
   return def;
 }
@@ -341,6 +553,8 @@ const OpDef& mean() {
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
                          .type_relation = &reduction<&mean, true>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &sum_rule<&mean>,
                          .reference = &sum_like_kernel<&mean, ref::Accepts::floating>};
   return def;
 }
@@ -350,6 +564,8 @@ const OpDef& max() {
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
                          .type_relation = &reduction<&max, false>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &extremum_rule<&max, true>,
                          .reference = &extremum_kernel<&max, true>};
   return def;
 }
@@ -359,6 +575,8 @@ const OpDef& min() {
                          .arg_names = kX,
                          .attrs = reduce_attrs(),
                          .type_relation = &reduction<&min, false>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &extremum_rule<&min, false>,
                          .reference = &extremum_kernel<&min, false>};
   return def;
 }
@@ -370,6 +588,8 @@ const OpDef& argmax() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &argmax_relation,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &argmax_rule,
                          .reference = &argmax_kernel};
   return def;
 }
@@ -379,6 +599,8 @@ const OpDef& softmax() {
                          .arg_names = kX,
                          .attrs = softmax_attrs(),
                          .type_relation = &softmax_like<&softmax>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &softmax_rule<false>,
                          .reference = &softmax_kernel<false>};
   return def;
 }
@@ -388,6 +610,8 @@ const OpDef& log_softmax() {
                          .arg_names = kX,
                          .attrs = softmax_attrs(),
                          .type_relation = &softmax_like<&log_softmax>,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &softmax_rule<true>,
                          .reference = &softmax_kernel<true>};
   return def;
 }
@@ -399,6 +623,8 @@ const OpDef& layer_norm() {
                          .arg_names = kLayerNormArgs,
                          .attrs = attrs,
                          .type_relation = &layer_norm_relation,
+                         .pattern = ir::OpPattern::reduction,
+                         .compute = &layer_norm_rule,
                          .reference = &layer_norm_kernel};
   return def;
 }

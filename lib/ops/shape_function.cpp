@@ -21,19 +21,23 @@ ir::Type concrete_type(const Value& v) {
   return ir::tuple_type(std::move(fields));
 }
 
-void collect_shapes(const ir::Type& t, std::vector<Shape>& out) {
+// False if some dim is left open: a relation may not pin a dim down even when
+// every input dim is known (reshape's -1 over zero elements).
+bool collect_shapes(const ir::Type& t, std::vector<Shape>& out) {
   if (const auto* tensor = t.as<ir::TensorTypeNode>()) {
     std::vector<std::int64_t> dims;
     for (const ir::Dim& d : tensor->shape) {
-      NIMBLE_ASSERT(d.is_fixed(), "a relation of fixed shapes gives fixed shapes");
+      if (!d.is_fixed()) return false;
       dims.push_back(d.value());
     }
     out.emplace_back(std::span<const std::int64_t>(dims));
-    return;
+    return true;
   }
   const auto* tuple = t.as<ir::TupleTypeNode>();
   NIMBLE_ASSERT(tuple != nullptr, "ops produce tensors or tuples of tensors");
-  for (const ir::Type& f : tuple->fields) collect_shapes(f, out);
+  for (const ir::Type& f : tuple->fields)
+    if (!collect_shapes(f, out)) return false;
+  return true;
 }
 
 void collect_shapes(const Value& v, std::vector<Shape>& out) {
@@ -58,22 +62,24 @@ bool has_data_dependent_shape(const ir::OpDef& op) noexcept {
 std::vector<Shape> output_shapes(const ir::OpDef& op, std::span<const Value> args,
                                  const ir::Attrs& attrs) {
   std::vector<Shape> shapes;
-  if (has_data_dependent_shape(op)) {
-    NIMBLE_ASSERT(op.reference != nullptr, "every op has a reference kernel");
+  bool from_types = !has_data_dependent_shape(op);
+  if (from_types) {
+    std::vector<ir::Type> types;
+    for (const Value& a : args) types.push_back(concrete_type(a));
     try {
-      collect_shapes(op.reference(args, attrs), shapes);
-    } catch (Error& e) {
-      throw e.with_context(op.name);
+      from_types = collect_shapes(op.type_relation(types, attrs), shapes);
+    } catch (const Error& e) {
+      // With every dim known, a type error is a run-time shape mismatch.
+      throw Error(ErrorKind::invalid_argument, fmt::format("{}: {}", op.name, e.message()));
     }
-    return shapes;
+    if (from_types) return shapes;
+    shapes.clear();  // the kernel decides the open dims
   }
-  std::vector<ir::Type> types;
-  for (const Value& a : args) types.push_back(concrete_type(a));
+  NIMBLE_ASSERT(op.reference != nullptr, "every op has a reference kernel");
   try {
-    collect_shapes(op.type_relation(types, attrs), shapes);
-  } catch (const Error& e) {
-    // With every dim known, a type error is a run-time shape mismatch.
-    throw Error(ErrorKind::invalid_argument, fmt::format("{}: {}", op.name, e.message()));
+    collect_shapes(op.reference(args, attrs), shapes);
+  } catch (Error& e) {
+    throw e.with_context(op.name);
   }
   return shapes;
 }

@@ -23,11 +23,23 @@
 //  - take, embedding: each index must lie in [0, extent); a negative index is
 //    out of range (no wrap-around as in numpy), and so is every index into
 //    an empty axis. The error names the index's position, value and the extent.
+//
+// Compute rules (pattern injective): each output element loads one input
+// element at an index computed from its own: reshape through the row-major
+// flat index (floordiv/floormod by the run-time dims); concatenate selects
+// the field by the run-time offsets; split gives one stage per part; slices
+// clamp their bounds against the run-time extent (dynamic_strided_slice loads
+// them from its begin/end tensors); take and embedding load data at an index
+// read from `indices`/`ids` with a checked load, so an index out of range is
+// an error where it is read (when data's other dims leave the result empty,
+// nothing is read and nothing is raised). Shape conditions the types leave
+// open (element counts, squeezed dims of 1, equal dims, divisibility) are Checks.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <numeric>
 
+#include "ops/compute.hpp"
 #include "ops/ops.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
@@ -722,6 +734,306 @@ Value embedding_kernel(std::span<const Value> args, const ir::Attrs&) {
   });
 }
 
+// --- compute rules ------------------------------------------------------------------------
+
+std::vector<te::Tensor> reshape_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::int64_t>& newshape = ints_attr(reshape(), attrs, "newshape");
+  const bool allow_zero = bool_attr(reshape(), attrs, "allow_zero");
+  std::vector<te::Expr> dims;
+  std::vector<te::Expr> known;  // every dim but the -1
+  std::optional<std::size_t> inferred;
+  for (std::size_t i = 0; i < newshape.size(); ++i) {
+    const std::int64_t v = newshape[i];
+    if (v == -1) {
+      if (inferred)
+        throw_error(ErrorKind::type_error, "newshape {} has more than one -1", to_string(newshape));
+      inferred = i;
+      dims.emplace_back(1);  // replaced below
+      continue;
+    }
+    if (v < -1)
+      throw_error(ErrorKind::type_error, "newshape {} has a negative dim {}", to_string(newshape),
+                  v);
+    if (v == 0 && !allow_zero && i >= x.ndim())
+      throw_error(ErrorKind::type_error, "newshape {} copies dim {} but x has rank {}",
+                  to_string(newshape), i, x.ndim());
+    dims.push_back(v == 0 && !allow_zero ? x.shape()[i] : te::Expr(v));
+    known.push_back(dims.back());
+  }
+  const te::Expr count = te::product(x.shape());
+  const te::Expr rest = te::product(known);
+  std::vector<te::Check> checks;
+  if (inferred) {
+    te::add_check(checks, !(te::eq(rest, 0) && te::eq(count, 0)), ErrorKind::invalid_argument,
+                  "with a 0 among the other dims of newshape the -1 is ambiguous");
+    te::add_check(checks,
+                  te::select(te::eq(rest, 0), te::int_imm(0, DType::boolean),
+                             te::eq(te::floormod(count, rest), 0)),
+                  ErrorKind::invalid_argument,
+                  "x's elements are not a multiple of newshape's other dims");
+    dims[*inferred] = te::floordiv(count, rest);  // the checks make rest > 0
+  } else {
+    te::add_check(checks, te::eq(rest, count), ErrorKind::invalid_argument,
+                  "x's elements do not match newshape's");
+  }
+  return {te::compute(
+      dims, "reshape",
+      [&](std::span<const te::Var> i) {
+        const std::vector<te::Expr> index = te::as_indices(i);
+        return x(te::unravel(te::ravel(index, dims), x.shape()));
+      },
+      std::move(checks))};
+}
+
+std::vector<te::Tensor> transpose_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::int64_t>& axes = ints_attr(transpose(), attrs, "axes");
+  std::vector<std::size_t> perm(x.ndim());
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < x.ndim(); ++i) perm[i] = x.ndim() - 1 - i;
+  } else {
+    if (axes.size() != x.ndim())
+      throw_error(ErrorKind::type_error, "axes {} is not a permutation of the {} axes of x",
+                  to_string(axes), x.ndim());
+    perm = normalize_axes(axes, x.ndim());
+  }
+  std::vector<te::Expr> shape;
+  for (std::size_t axis : perm) shape.push_back(x.shape()[axis]);
+  return {te::compute(shape, "transpose", [&](std::span<const te::Var> i) {
+    std::vector<te::Expr> index(x.ndim());
+    for (std::size_t k = 0; k < perm.size(); ++k) index[perm[k]] = i[k];
+    return x(std::move(index));
+  })};
+}
+
+std::vector<te::Tensor> expand_dims_rule(std::span<const te::Tensor> inputs,
+                                         const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::size_t axis = normalize_axis(int_attr(expand_dims(), attrs, "axis"), x.ndim() + 1);
+  std::vector<te::Expr> shape = x.shape();
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), te::Expr(1));
+  return {te::compute(shape, "expand_dims", [&](std::span<const te::Var> i) {
+    std::vector<te::Expr> index = te::as_indices(i);
+    index.erase(index.begin() + static_cast<std::ptrdiff_t>(axis));
+    return x(std::move(index));
+  })};
+}
+
+std::vector<te::Tensor> squeeze_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::int64_t>& axes = ints_attr(squeeze(), attrs, "axes");
+  const std::vector<std::size_t> named = normalize_axes(axes, x.ndim());
+  std::vector<bool> squeezed(x.ndim(), false);
+  std::vector<te::Check> checks;
+  std::vector<te::Expr> shape;
+  for (std::size_t d = 0; d < x.ndim(); ++d) {
+    const te::Expr& extent = x.shape()[d];
+    if (axes.empty()) {
+      // As the type relation: without axes only static dims may be dropped.
+      if (!te::as_int(extent))
+        throw_error(ErrorKind::type_error, "x has a dynamic dim {}: name the axes to squeeze", d);
+      squeezed[d] = te::as_int(extent) == 1;
+    } else if (std::find(named.begin(), named.end(), d) != named.end()) {
+      squeezed[d] = true;
+      te::add_check(checks, te::eq(extent, 1), ErrorKind::invalid_argument,
+                    fmt::format("axis {} of x is not 1", d));
+    }
+    if (!squeezed[d]) shape.push_back(extent);
+  }
+  return {te::compute(
+      shape, "squeeze",
+      [&](std::span<const te::Var> i) {
+        std::vector<te::Expr> index;
+        std::size_t o = 0;
+        for (std::size_t d = 0; d < x.ndim(); ++d)
+          index.push_back(squeezed[d] ? te::Expr(0) : te::Expr(i[o++]));
+        return x(std::move(index));
+      },
+      std::move(checks))};
+}
+
+std::vector<te::Tensor> concatenate_rule(std::span<const te::Tensor> fields,
+                                         const ir::Attrs& attrs) {
+  NIMBLE_ASSERT(!fields.empty(), "concatenate: fields is a non-empty tuple");
+  const te::Tensor& first = fields[0];
+  const std::size_t axis = normalize_axis(int_attr(concatenate(), attrs, "axis"), first.ndim());
+  std::vector<te::Expr> shape = first.shape();
+  std::vector<te::Check> checks;
+  std::vector<te::Expr> offsets{te::Expr(0)};  // where each field starts along the axis
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const te::Tensor& t = fields[f];
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (d == axis || f == 0) continue;
+      te::add_check(checks, te::eq(t.shape()[d], first.shape()[d]), ErrorKind::invalid_argument,
+                    fmt::format("fields.{} does not match fields.0 at dim {}", f, d));
+      if (te::as_int(t.shape()[d])) shape[d] = t.shape()[d];  // the most specific extent
+    }
+    offsets.push_back(offsets.back() + t.shape()[axis]);
+  }
+  shape[axis] = offsets.back();
+  return {te::compute(
+      shape, "concatenate",
+      [&](std::span<const te::Var> i) {
+        // The field that holds i along the axis: the last whose offset is <= i.
+        const auto load_field = [&](std::size_t f) {
+          std::vector<te::Expr> index = te::as_indices(i);
+          index[axis] = index[axis] - offsets[f];
+          return fields[f](std::move(index));
+        };
+        te::Expr element = load_field(fields.size() - 1);
+        for (std::size_t f = fields.size() - 1; f-- > 0;)
+          element = te::select(i[axis] < offsets[f + 1], load_field(f), element);
+        return element;
+      },
+      std::move(checks))};
+}
+
+std::vector<te::Tensor> split_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::int64_t sections = int_attr(split(), attrs, "sections");
+  const std::vector<std::int64_t>& indices = ints_attr(split(), attrs, "indices");
+  const std::size_t axis = normalize_axis(int_attr(split(), attrs, "axis"), x.ndim());
+  const te::Expr& extent = x.shape()[axis];
+  if (sections < 0 || (sections > 0) == !indices.empty())
+    throw_error(ErrorKind::type_error, "give either sections (> 0) or indices");
+  std::vector<te::Check> checks;
+  std::vector<te::Expr> bounds{te::Expr(0)};  // part p is [bounds[p], bounds[p + 1])
+  if (sections > 0) {
+    te::add_check(checks, te::eq(te::floormod(extent, sections), 0), ErrorKind::invalid_argument,
+                  fmt::format("axis {} of x is not divisible into {} sections", axis, sections));
+    const te::Expr part = te::floordiv(extent, sections);
+    for (std::int64_t p = 1; p <= sections; ++p) bounds.push_back(part * p);
+  } else {
+    if (indices.front() < 0 || !std::is_sorted(indices.begin(), indices.end()))
+      throw_error(ErrorKind::type_error, "indices {} must be >= 0 and ascending",
+                  to_string(indices));
+    te::add_check(checks, te::Expr(indices.back()) <= extent, ErrorKind::invalid_argument,
+                  fmt::format("indices {} go past axis {} of x", to_string(indices), axis));
+    bounds.insert(bounds.end(), indices.begin(), indices.end());
+    bounds.push_back(extent);
+  }
+  std::vector<te::Tensor> parts;
+  for (std::size_t p = 0; p + 1 < bounds.size(); ++p) {
+    std::vector<te::Expr> shape = x.shape();
+    shape[axis] = bounds[p + 1] - bounds[p];
+    parts.push_back(te::compute(
+        shape, fmt::format("split.{}", p),
+        [&](std::span<const te::Var> i) {
+          std::vector<te::Expr> index = te::as_indices(i);
+          index[axis] = index[axis] + bounds[p];
+          return x(std::move(index));
+        },
+        checks));
+  }
+  return parts;
+}
+
+// One sliced axis: x[begin:end:stride] along `axis`, numpy semantics, with
+// begin and end clamped against the run-time extent.
+struct TeAxisSlice {
+  std::size_t axis;
+  te::Expr begin;   // clamped to [0, extent]
+  te::Expr extent;  // of the result
+  std::int64_t stride;
+};
+
+// `v` (a bound, possibly negative) counted from the end when negative and
+// clamped to [0, d].
+te::Expr clamp_bound(const te::Expr& v, const te::Expr& d) {
+  if (const auto c = te::as_int(v)) return *c < 0 ? te::maximum(d + *c, 0) : te::minimum(v, d);
+  return te::select(v < 0, te::maximum(v + d, 0), te::minimum(v, d));
+}
+
+TeAxisSlice slice_axis(const te::Tensor& x, std::size_t axis, const te::Expr& begin,
+                       const te::Expr& end, std::int64_t stride) {
+  const te::Expr& d = x.shape()[axis];
+  const te::Expr b = clamp_bound(begin, d);
+  const te::Expr e = clamp_bound(end, d);
+  te::Expr extent =
+      stride == 1 ? te::maximum(e - b, 0) : te::maximum(te::floordiv(e - b - 1, stride) + 1, 0);
+  return {axis, b, std::move(extent), stride};
+}
+
+std::vector<te::Tensor> slice_stage(const te::Tensor& x, std::span<const TeAxisSlice> slices,
+                                    std::string name) {
+  std::vector<te::Expr> shape = x.shape();
+  for (const TeAxisSlice& s : slices) shape[s.axis] = s.extent;
+  return {te::compute(shape, std::move(name), [&](std::span<const te::Var> i) {
+    std::vector<te::Expr> index = te::as_indices(i);
+    for (const TeAxisSlice& s : slices) index[s.axis] = s.begin + index[s.axis] * s.stride;
+    return x(std::move(index));
+  })};
+}
+
+std::vector<te::Tensor> strided_slice_rule(std::span<const te::Tensor> inputs,
+                                           const ir::Attrs& attrs) {
+  const te::Tensor& x = inputs[0];
+  const std::vector<std::int64_t>& begin = ints_attr(strided_slice(), attrs, "begin");
+  const std::vector<std::int64_t>& end = ints_attr(strided_slice(), attrs, "end");
+  const std::vector<std::int64_t>& strides = ints_attr(strided_slice(), attrs, "strides");
+  const std::vector<std::int64_t>& axes = ints_attr(strided_slice(), attrs, "axes");
+  const std::size_t k = begin.size();
+  if (end.size() != k || (!strides.empty() && strides.size() != k) ||
+      (!axes.empty() && axes.size() != k) || (axes.empty() && k > x.ndim()))
+    throw_error(ErrorKind::type_error,
+                "begin {}, end {}, strides {} and axes {} do not describe a slice of x",
+                to_string(begin), to_string(end), to_string(strides), to_string(axes));
+  const std::vector<std::size_t> normalized = normalize_axes(axes, x.ndim());
+  std::vector<TeAxisSlice> slices;
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::int64_t stride = strides.empty() ? 1 : strides[i];
+    if (stride <= 0)
+      throw_error(ErrorKind::type_error, "strides {} must all be positive", to_string(strides));
+    slices.push_back(slice_axis(x, axes.empty() ? i : normalized[i], begin[i], end[i], stride));
+  }
+  return slice_stage(x, slices, "strided_slice");
+}
+
+std::vector<te::Tensor> dynamic_strided_slice_rule(std::span<const te::Tensor> inputs,
+                                                   const ir::Attrs&) {
+  const te::Tensor& x = inputs[0];
+  const te::Tensor& begin = inputs[1];
+  const te::Tensor& end = inputs[2];
+  const std::optional<std::int64_t> k = te::as_int(begin.shape()[0]);
+  NIMBLE_ASSERT(k && *k <= static_cast<std::int64_t>(x.ndim()),
+                "dynamic_strided_slice: begin has a static length <= x's rank");
+  std::vector<TeAxisSlice> slices;
+  for (std::int64_t a = 0; a < *k; ++a)
+    slices.push_back(slice_axis(x, static_cast<std::size_t>(a), begin({a}), end({a}), 1));
+  return slice_stage(x, slices, "dynamic_strided_slice");
+}
+
+// data[..., index, ...] with index = indices[j] along `axis`, checked.
+te::Tensor gather_stage(const te::Tensor& data, const te::Tensor& indices, std::size_t axis,
+                        std::string name) {
+  std::vector<te::Expr> shape(data.shape().begin(),
+                              data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+               data.shape().end());
+  return te::compute(shape, std::move(name), [&](std::span<const te::Var> i) {
+    const auto at = [&](std::size_t n) { return i.begin() + static_cast<std::ptrdiff_t>(n); };
+    const std::size_t m = indices.ndim();
+    const te::Expr index =
+        te::cast(DType::i64, indices(std::vector<te::Expr>(at(axis), at(axis + m))));
+    std::vector<te::Expr> data_index(at(0), at(axis));
+    data_index.push_back(index);
+    data_index.insert(data_index.end(), at(axis + m), i.end());
+    return te::checked_load(data, std::move(data_index));
+  });
+}
+
+std::vector<te::Tensor> take_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
+  const te::Tensor& data = inputs[0];
+  const std::size_t axis = normalize_axis(int_attr(take(), attrs, "axis"), data.ndim());
+  return {gather_stage(data, inputs[1], axis, "take")};
+}
+
+std::vector<te::Tensor> embedding_rule(std::span<const te::Tensor> inputs, const ir::Attrs&) {
+  return {gather_stage(inputs[0], inputs[1], 0, "embedding")};
+}
+
 }  // namespace
 
 const OpDef& reshape() {
@@ -731,6 +1043,8 @@ const OpDef& reshape() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &reshape_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &reshape_rule,
                          .reference = &reshape_kernel};
   return def;
 }
@@ -742,6 +1056,8 @@ const OpDef& transpose() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &transpose_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &transpose_rule,
                          .reference = &transpose_kernel};
   return def;
 }
@@ -752,6 +1068,8 @@ const OpDef& expand_dims() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &expand_dims_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &expand_dims_rule,
                          .reference = &expand_dims_kernel};
   return def;
 }
@@ -763,6 +1081,8 @@ const OpDef& squeeze() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &squeeze_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &squeeze_rule,
                          .reference = &squeeze_kernel};
   return def;
 }
@@ -773,6 +1093,8 @@ const OpDef& concatenate() {
                          .arg_names = kFields,
                          .attrs = attrs,
                          .type_relation = &concatenate_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &concatenate_rule,
                          .reference = &concatenate_kernel};
   return def;
 }
@@ -786,6 +1108,8 @@ const OpDef& split() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &split_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &split_rule,
                          .reference = &split_kernel};
   return def;
 }
@@ -800,6 +1124,8 @@ const OpDef& strided_slice() {
                          .arg_names = kX,
                          .attrs = attrs,
                          .type_relation = &strided_slice_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &strided_slice_rule,
                          .reference = &strided_slice_kernel};
   return def;
 }
@@ -809,6 +1135,8 @@ const OpDef& dynamic_strided_slice() {
                          .arg_names = kDynamicSliceArgs,
                          .attrs = {},
                          .type_relation = &dynamic_strided_slice_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &dynamic_strided_slice_rule,
                          .reference = &dynamic_strided_slice_kernel};
   return def;
 }
@@ -819,6 +1147,8 @@ const OpDef& take() {
                          .arg_names = kTakeArgs,
                          .attrs = attrs,
                          .type_relation = &take_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &take_rule,
                          .reference = &take_kernel};
   return def;
 }
@@ -828,6 +1158,8 @@ const OpDef& embedding() {
                          .arg_names = kEmbeddingArgs,
                          .attrs = {},
                          .type_relation = &embedding_relation,
+                         .pattern = ir::OpPattern::injective,
+                         .compute = &embedding_rule,
                          .reference = &embedding_kernel};
   return def;
 }

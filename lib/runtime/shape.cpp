@@ -13,7 +13,14 @@ Shape::Shape(std::initializer_list<std::int64_t> dims) {
 
 Shape::Shape(std::span<const std::int64_t> dims) { assign(dims); }
 
-Shape::Shape(const Shape& other) { assign(other.dims()); }
+// A copy of a valid shape needs no checks: copy the fields.
+Shape::Shape(const Shape& other) : rank_(other.rank_), numel_(other.numel_) {
+  std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
+  if (other.heap_) {
+    heap_ = std::make_unique<std::int64_t[]>(rank_);
+    std::copy(other.heap_.get(), other.heap_.get() + rank_, heap_.get());
+  }
+}
 
 Shape::Shape(Shape&& other) noexcept
     : rank_(other.rank_), numel_(other.numel_), heap_(std::move(other.heap_)) {
@@ -23,7 +30,7 @@ Shape::Shape(Shape&& other) noexcept
 }
 
 Shape& Shape::operator=(const Shape& other) {
-  if (this != &other) assign(other.dims());
+  if (this != &other) *this = Shape(other);
   return *this;
 }
 

@@ -1,0 +1,56 @@
+// Which nimble engine a benchmark runs on: the one place the bench chooses it.
+//
+//   nimble     the default engine of the day: the bytecode VM (compile once,
+//              invoke per call; kernels from the process's KernelCache);
+//   reference  the reference interpreter (the oracle, Eigen op by op).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nimble/nimble.hpp>
+
+namespace nimble::bench {
+
+enum class Engine { nimble, reference };
+
+/// What `Engine::nimble` is today, for the results' context.
+inline constexpr const char* kNimbleEngineDescription = "bytecode VM with reference kernels (no JIT yet)";
+
+/// A module's entry point, ready to run many times on one engine. Preparing
+/// (compiling, for engines that compile) happens once, in the constructor.
+class Runner {
+ public:
+  Runner(Engine engine, ir::Module module, std::string entry)
+      : engine_(engine), module_(std::move(module)), entry_(std::move(entry)) {
+    if (engine_ == Engine::nimble) machine_.emplace(compile(module_));
+  }
+
+  /// Runs the entry on `args` (which are not modified).
+  [[nodiscard]] Value operator()(std::vector<Value> args) const {
+    switch (engine_) {
+      case Engine::reference: return evaluate(module_, entry_, std::move(args));
+      case Engine::nimble: return machine_->invoke(entry_, std::move(args));
+    }
+    return {};
+  }
+
+  [[nodiscard]] Engine engine() const noexcept { return engine_; }
+  [[nodiscard]] const ir::Module& module() const noexcept { return module_; }
+
+ private:
+  Engine engine_;
+  ir::Module module_;
+  std::string entry_;
+  mutable std::optional<vm::VirtualMachine> machine_;  // a VM is per thread; a Runner is too
+};
+
+/// The implementation names of the bench for an engine.
+[[nodiscard]] inline std::string_view impl_name(Engine engine) noexcept {
+  return engine == Engine::nimble ? "nimble" : "nimble_reference";
+}
+
+}  // namespace nimble::bench

@@ -1,0 +1,211 @@
+// nimble's rows of the bench: every workload of ../shared/workloads.md on
+//   nimble            the default engine (bench/engine.hpp),
+//   nimble_reference  the reference interpreter,
+//   nimble_prepacked  GEMM and SGEMM with B a constant of the module (the
+//                     constant-weight case; the other rows pass B at run time).
+// The models are examples/models/*.hpp; their data comes from the generator
+// in examples/models/workloads.hpp. Each model is built once per engine and
+// shared by its sizes, as a host would.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "engine.hpp"
+#include "harness.hpp"
+#include "models/bert.hpp"
+#include "models/lstm.hpp"
+#include "models/tree_lstm.hpp"
+
+namespace nimble::bench {
+namespace {
+
+void add_outputs(workloads::Checksum& c, const Value& v) {
+  if (v.is_tensor()) {
+    c.add(v.tensor());
+    return;
+  }
+  for (const Value& f : v.fields()) add_outputs(c, f);
+}
+
+// A runner and the arguments of one size; keeps the last call's outputs.
+Case make_case(std::shared_ptr<const Runner> runner, std::vector<Value> args) {
+  struct State {
+    std::shared_ptr<const Runner> runner;
+    std::vector<Value> args;
+    Value out;
+  };
+  auto s = std::make_shared<State>(State{std::move(runner), std::move(args), {}});
+  return {.call = [s] { s->out = (*s->runner)(s->args); },
+          .checksum =
+              [s] {
+                workloads::Checksum c;
+                add_outputs(c, s->out);
+                return c;
+              },
+          .release = [s] { s->out = Value(); }};
+}
+
+using BuildFn = Function (*)(Builder&);
+
+// One runner per model and engine, built on first use and shared by the
+// model's sizes (a host compiles once and runs many shapes).
+std::shared_ptr<const Runner> runner_for(Engine engine, const char* model, BuildFn build) {
+  static std::map<std::pair<Engine, std::string>, std::shared_ptr<const Runner>> runners;
+  std::shared_ptr<const Runner>& r = runners[{engine, model}];
+  if (!r) {
+    Builder b;
+    const Function entry = build(b);
+    r = std::make_shared<const Runner>(engine, b.build(), entry.name());
+  }
+  return r;
+}
+
+// Weights, generated once per process on first use.
+const std::vector<Tensor>& w1_weights() {
+  static const std::vector<Tensor> w = workloads::w1_weights();
+  return w;
+}
+const std::vector<Tensor>& w2_weights() {
+  static const std::vector<Tensor> w = workloads::w2_weights();
+  return w;
+}
+const std::vector<std::vector<Tensor>>& w3_weights() {
+  static const std::vector<std::vector<Tensor>> w = workloads::w3_weights();
+  return w;
+}
+const Tensor& gemm_b() {
+  static const Tensor b = workloads::w4_gemm_b();
+  return b;
+}
+
+Value tree_value(const workloads::TreeShape& t, const Adt& tree) {
+  if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
+  return tree["Node"].value({tree_value(*t.left, tree), tree_value(*t.right, tree)});
+}
+
+Case w1_case(Engine engine, std::int64_t length) {
+  std::vector<Value> args{workloads::w1_input(length)};
+  args.insert(args.end(), w1_weights().begin(), w1_weights().end());
+  return make_case(runner_for(engine, "lstm", models::build_lstm), std::move(args));
+}
+
+Case w2_case(Engine engine, std::int64_t leaves) {
+  auto runner = runner_for(engine, "tree_lstm", models::build_tree_lstm);
+  const Adt tree(runner->module().find_adt("Tree"));
+  std::vector<Value> args{tree_value(*workloads::w2_tree(leaves), tree),
+                          workloads::w2_leaves(leaves)};
+  args.insert(args.end(), w2_weights().begin(), w2_weights().end());
+  return make_case(std::move(runner), std::move(args));
+}
+
+Case w3_case(Engine engine, std::int64_t length) {
+  auto runner = runner_for(engine, "bert", models::build_bert);
+  const Adt list(runner->module().find_adt("List"));
+  Value layers = list["Nil"].value();
+  for (auto it = w3_weights().rbegin(); it != w3_weights().rend(); ++it)
+    layers = list["Cons"].value({Value::tuple(std::vector<Value>(it->begin(), it->end())), layers});
+  return make_case(std::move(runner), {workloads::w3_input(length), layers});
+}
+
+// chain1000: 1000 elementwise ops, each its own op in the program.
+Function build_chain(Builder& b) {
+  Function chain = b.def("chain1000", {{"x", f32({workloads::kChainLength})}}, [](Expr x) {
+    for (int i = 0; i < workloads::kChainPairs; ++i) {
+      x = x * workloads::kChainScale;
+      x = x + workloads::kChainShift;
+    }
+    return x;
+  });
+  b.entry(chain);
+  return chain;
+}
+
+Case chain_case(Engine engine) {
+  return make_case(runner_for(engine, "chain1000", build_chain), {workloads::w4_chain_input()});
+}
+
+// a · b with both operands inputs, in workloads.md's layout (row-major, b not
+// transposed).
+Function build_matmul(Builder& b) {
+  const Dim k{"k"}, n{"n"};
+  Function gemm = b.def("gemm", {{"a", f32({Any, k})}, {"b", f32({k, n})}},
+                        [](Expr a, Expr w) { return matmul(a, w); });
+  b.entry(gemm);
+  return gemm;
+}
+
+// a · B with B a constant of the module.
+std::shared_ptr<const Runner> prepacked_runner(const Tensor& weight) {
+  Builder b;
+  Function gemm = b.def("gemm", {{"a", f32({Any, weight.dim(0)})}},
+                        [&](Expr a) { return matmul(a, constant(weight)); });
+  b.entry(gemm);
+  return std::make_shared<const Runner>(Engine::nimble, b.build(), gemm.name());
+}
+
+Case gemm_case(Engine engine, std::int64_t length) {
+  return make_case(runner_for(engine, "matmul", build_matmul),
+                   {workloads::w4_gemm_a(length), gemm_b()});
+}
+Case gemm_prepacked_case(std::int64_t length) {
+  static const std::shared_ptr<const Runner> runner = prepacked_runner(gemm_b());
+  return make_case(runner, {workloads::w4_gemm_a(length)});
+}
+Case sgemm_case(Engine engine, std::int64_t n) {
+  return make_case(runner_for(engine, "matmul", build_matmul),
+                   {workloads::sgemm_a(n), workloads::sgemm_b(n)});
+}
+Case sgemm_prepacked_case(std::int64_t n) {
+  return make_case(prepacked_runner(workloads::sgemm_b(n)), {workloads::sgemm_a(n)});
+}
+
+double gemm_flops(std::int64_t m, std::int64_t k, std::int64_t n) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+}
+
+std::vector<CaseSpec> cases() {
+  std::vector<CaseSpec> all;
+  for (Engine engine : {Engine::nimble, Engine::reference}) {
+    const std::string impl(impl_name(engine));
+    for (std::int64_t l : workloads::kW1Sizes)
+      all.push_back({"W1", impl, l, 0, [=] { return w1_case(engine, l); }});
+    for (std::int64_t n : workloads::kW2Sizes)
+      all.push_back({"W2", impl, n, 0, [=] { return w2_case(engine, n); }});
+    for (std::int64_t l : workloads::kW3Sizes)
+      all.push_back({"W3", impl, l, 0, [=] { return w3_case(engine, l); }});
+    all.push_back(
+        {"CHAIN1000", impl, workloads::kChainLength, 0, [=] { return chain_case(engine); }});
+    for (std::int64_t l : workloads::kGemmSizes)
+      all.push_back({"GEMM", impl, l, gemm_flops(l, workloads::kGemmDim, workloads::kGemmDim),
+                     [=] { return gemm_case(engine, l); }});
+    for (std::int64_t n : workloads::kSgemmSizes)
+      all.push_back({"SGEMM", impl, n, gemm_flops(n, n, n), [=] { return sgemm_case(engine, n); }});
+  }
+  for (std::int64_t l : workloads::kGemmSizes)
+    all.push_back({"GEMM", "nimble_prepacked", l,
+                   gemm_flops(l, workloads::kGemmDim, workloads::kGemmDim),
+                   [=] { return gemm_prepacked_case(l); }});
+  for (std::int64_t n : workloads::kSgemmSizes)
+    all.push_back({"SGEMM", "nimble_prepacked", n, gemm_flops(n, n, n),
+                   [=] { return sgemm_prepacked_case(n); }});
+  return all;
+}
+
+}  // namespace
+}  // namespace nimble::bench
+
+int main(int argc, char** argv) {
+  using namespace nimble::bench;
+  return bench_main(argc, argv,
+                    {.cases = cases(),
+                     .set_threads = [](int n) { nimble::set_num_threads(n); },
+                     .reports_engine_stats = true,
+                     .add_context =
+                         [] {
+                           benchmark::AddCustomContext("nimble_version", nimble::kVersion);
+                           benchmark::AddCustomContext("nimble_engine", kNimbleEngineDescription);
+                         }});
+}

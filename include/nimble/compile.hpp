@@ -1,0 +1,20 @@
+// Compiling a module for the VM.
+#pragma once
+
+#include "nimble/ir/module.hpp"
+#include "nimble/vm/executable.hpp"
+
+namespace nimble {
+
+struct CompileOptions {
+  // Later issues add: fusion, buckets, targets.
+};
+
+/// Compiles a type-checked module (Builder::build, or ir::verify and
+/// ir::infer_types) to bytecode. The Executable runs on a
+/// vm::VirtualMachine; its kernels come from the process's KernelCache, to
+/// which this library adds its providers (today: the reference kernels).
+/// Throws Error(not_supported) for what the VM cannot run yet.
+[[nodiscard]] vm::Executable compile(const ir::Module& module, const CompileOptions& options = {});
+
+}  // namespace nimble

@@ -1,0 +1,100 @@
+// Kernels and where they come from. The VM calls every primitive function
+// (an op, or later a fused group of ops) through one calling convention, a
+// Kernel. Kernels are not part of an Executable: the runtime's KernelCache
+// asks its KernelProviders for one on first use — the compiler library
+// registers its reference provider (and later the JIT), an ahead-of-time
+// exported module brings its own — and keeps it for every VM in the process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "nimble/runtime/tensor.hpp"
+#include "nimble/runtime/value.hpp"
+#include "nimble/support/ref_counted.hpp"
+
+namespace nimble {
+
+/// A primitive function compiled for one device. Destination-passing: the VM
+/// allocates every output before the call (from the shape function where the
+/// shape is dynamic) and the kernel writes into it.
+class Kernel : public RefCounted {
+ public:
+  virtual ~Kernel() = default;
+  /// Computes `outputs` from tensor `inputs`. Throws nimble::Error for bad
+  /// data (an index out of range, an integer division by zero); never writes
+  /// outside `outputs`. Thread-safe.
+  virtual void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const = 0;
+  /// The same for a primitive with a tuple or ADT input (concatenate's tuple,
+  /// stack's list). By default: Error(not_supported).
+  virtual void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const;
+};
+
+/// What a primitive computes: its result, or the shapes of its result.
+enum class PrimitiveKind : std::uint8_t {
+  compute,         ///< outputs are the primitive's results
+  shape_function,  ///< outputs are one i64[rank] tensor per result: its shape
+};
+
+/// A primitive function as the runtime knows it: its IR text (the compiler's
+/// textual form, `def @name(%p0: f32[?, 768]) -> f32[?, 768] { ... }`) and
+/// a content hash of that text, which keys every kernel cache.
+struct PrimitiveInfo {
+  std::string name;  ///< e.g. "dense_7", for messages and profiles
+  PrimitiveKind kind = PrimitiveKind::compute;
+  std::uint32_t num_inputs = 0;
+  std::uint32_t num_outputs = 0;
+  std::string source;
+  std::uint64_t hash = 0;  ///< content_hash(kind, source)
+};
+
+/// FNV-1a 64 of the kind and the source text.
+[[nodiscard]] std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept;
+
+/// A source of kernels: the reference implementations, the JIT, an exported module.
+class KernelProvider {
+ public:
+  virtual ~KernelProvider() = default;
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// A kernel for `prim`, or null if this provider does not serve it. Throws
+  /// nimble::Error if it should but cannot (a failed compilation).
+  [[nodiscard]] virtual Ref<Kernel> get(const PrimitiveInfo& prim) = 0;
+};
+
+/// The process-wide cache of kernels, keyed by primitive hash. Thread-safe;
+/// a kernel is built once even when many VMs miss at the same time.
+class KernelCache {
+ public:
+  /// The process's cache (never destroyed).
+  [[nodiscard]] static KernelCache& global();
+
+  /// Adds `provider`; providers are asked in decreasing `priority` (ties: in
+  /// the order added). Adding a provider with the same name again replaces it.
+  void add_provider(std::shared_ptr<KernelProvider> provider, int priority = 0);
+  /// The kernel for `prim`: cached, or from the first provider that serves
+  /// it. Throws Error(not_supported) naming the primitive if none does.
+  [[nodiscard]] Ref<Kernel> get(const PrimitiveInfo& prim);
+  /// Forgets every cached kernel (providers stay).
+  void clear();
+
+  struct Stats {
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
+    std::uint64_t entries = 0;
+  };
+  [[nodiscard]] Stats stats() const;
+
+  KernelCache();
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nimble

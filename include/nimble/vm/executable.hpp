@@ -1,0 +1,44 @@
+// A compiled module: bytecode for the VM, its constants, function table and
+// the table of primitive functions (kernels are not inside: see
+// nimble/runtime/kernel.hpp). Immutable once built and shared between
+// threads; copying an Executable copies a handle.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nimble::vm {
+
+struct ExecutableData;  // lib/vm/executable_data.hpp
+
+class Executable {
+ public:
+  /// Reads an Executable saved by save(). The bytes are verified completely —
+  /// header, version, checksum, every section's bounds, and the bytecode
+  /// (register, jump, function, constant, primitive and pool indices all in
+  /// range) — so a corrupt or truncated input is an Error(parse_error), never
+  /// a crash.
+  [[nodiscard]] static Executable load(std::span<const std::byte> bytes);
+  [[nodiscard]] static Executable load_file(const std::string& path);
+  /// A self-contained binary image: versioned header and checksum.
+  [[nodiscard]] std::vector<std::byte> save() const;
+  void save_file(const std::string& path) const;
+
+  /// A readable listing of every function's bytecode, constants and primitives.
+  [[nodiscard]] std::string disassemble() const;
+  /// The names of the functions the host may invoke.
+  [[nodiscard]] std::vector<std::string> entry_points() const;
+
+  /// For the VM and the compiler: wraps verified data.
+  explicit Executable(std::shared_ptr<const ExecutableData> data);
+  [[nodiscard]] const ExecutableData& data() const noexcept { return *data_; }
+
+ private:
+  std::shared_ptr<const ExecutableData> data_;
+};
+
+}  // namespace nimble::vm

@@ -1,0 +1,64 @@
+// The virtual machine: runs an Executable's bytecode, calling kernels for
+// primitive functions. Cheap to create; one per thread over a shared
+// Executable. Not thread-safe itself.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nimble/runtime/value.hpp"
+#include "nimble/vm/executable.hpp"
+
+namespace nimble::vm {
+
+/// What the profiler measured (see VirtualMachine::set_profiling).
+struct Profile {
+  struct Primitive {
+    std::string name;
+    std::uint64_t calls = 0;
+    std::uint64_t nanoseconds = 0;
+  };
+  struct InstructionClass {
+    std::string name;  ///< an opcode name
+    std::uint64_t count = 0;
+  };
+  std::vector<Primitive> primitives;           ///< every primitive called, by time
+  std::vector<InstructionClass> instructions;  ///< every opcode executed, by count
+  std::uint64_t total_nanoseconds = 0;         ///< time inside invoke()
+
+  /// A markdown table of both.
+  [[nodiscard]] std::string table() const;
+};
+
+class VirtualMachine {
+ public:
+  explicit VirtualMachine(Executable executable);
+  ~VirtualMachine();
+  VirtualMachine(VirtualMachine&&) noexcept;
+  VirtualMachine& operator=(VirtualMachine&&) noexcept;
+
+  /// Runs entry point `function` on `args` and returns its result. Arguments
+  /// are checked against the declared types first, with the reference
+  /// interpreter's messages (Error(type_error) naming the function, the
+  /// argument, and expected vs actual type). Kernel errors (an index out of
+  /// range, a division by zero) are Errors naming the primitive. The
+  /// arguments are never modified.
+  [[nodiscard]] Value invoke(std::string_view function, std::vector<Value> args);
+
+  /// Turns the profiler on or off (off by default: then it costs one branch
+  /// per kernel call and nothing per instruction). Turning it on resets it.
+  void set_profiling(bool on);
+  [[nodiscard]] Profile profile() const;
+
+  [[nodiscard]] const Executable& executable() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nimble::vm

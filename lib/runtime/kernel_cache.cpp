@@ -1,0 +1,105 @@
+// The process-wide kernel cache (include/nimble/runtime/kernel.hpp). A
+// concurrent map from primitive hash to kernel; a miss builds the kernel
+// while holding that entry's lock, so concurrent VMs that miss on the same
+// primitive build it once, and misses on different primitives run in parallel.
+#include <tbb/concurrent_hash_map.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "nimble/runtime/kernel.hpp"
+#include "support/check.hpp"
+
+namespace nimble {
+
+void Kernel::run_values(std::span<const Value>, std::span<const Tensor>) const {
+  throw_error(ErrorKind::not_supported, "not supported: this kernel takes tensors only");
+}
+
+std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](unsigned char byte) {
+    h ^= byte;
+    h *= 0x100000001b3ull;
+  };
+  mix(static_cast<unsigned char>(kind));
+  for (char c : source) mix(static_cast<unsigned char>(c));
+  return h;
+}
+
+struct KernelCache::Impl {
+  struct Provider {
+    std::shared_ptr<KernelProvider> provider;
+    int priority;
+  };
+  mutable std::mutex providers_mutex;
+  std::vector<Provider> providers;  // sorted by decreasing priority, stable
+  tbb::concurrent_hash_map<std::uint64_t, Ref<Kernel>> kernels;
+  std::atomic<std::uint64_t> hits{0};
+  std::atomic<std::uint64_t> misses{0};
+
+  std::vector<Provider> snapshot() const {
+    std::lock_guard lock(providers_mutex);
+    return providers;
+  }
+};
+
+KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+KernelCache::~KernelCache() = default;
+
+KernelCache& KernelCache::global() {
+  static auto* cache = new KernelCache();  // never destroyed: kernels outlive main's locals
+  return *cache;
+}
+
+void KernelCache::add_provider(std::shared_ptr<KernelProvider> provider, int priority) {
+  NIMBLE_ASSERT(provider != nullptr, "add_provider: null provider");
+  std::lock_guard lock(impl_->providers_mutex);
+  auto& list = impl_->providers;
+  std::erase_if(list, [&](const Impl::Provider& p) { return p.provider->name() == provider->name(); });
+  auto at = std::find_if(list.begin(), list.end(),
+                         [&](const Impl::Provider& p) { return p.priority < priority; });
+  list.insert(at, {std::move(provider), priority});
+}
+
+Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim) {
+  {
+    decltype(impl_->kernels)::const_accessor found;
+    if (impl_->kernels.find(found, prim.hash)) {
+      impl_->hits.fetch_add(1, std::memory_order_relaxed);
+      return found->second;
+    }
+  }
+  decltype(impl_->kernels)::accessor entry;
+  if (!impl_->kernels.insert(entry, prim.hash)) {  // another thread built it meanwhile
+    impl_->hits.fetch_add(1, std::memory_order_relaxed);
+    return entry->second;
+  }
+  impl_->misses.fetch_add(1, std::memory_order_relaxed);
+  try {
+    for (const Impl::Provider& p : impl_->snapshot()) {
+      if (Ref<Kernel> kernel = p.provider->get(prim)) {
+        entry->second = kernel;
+        return kernel;
+      }
+    }
+  } catch (...) {
+    impl_->kernels.erase(entry);
+    throw;
+  }
+  impl_->kernels.erase(entry);
+  throw_error(ErrorKind::not_supported,
+              "not supported: no kernel provider serves primitive {} (hash {:016x}); link "
+              "nimble::nimble (its reference provider and JIT) or load an exported module",
+              prim.name, prim.hash);
+}
+
+void KernelCache::clear() { impl_->kernels.clear(); }
+
+KernelCache::Stats KernelCache::stats() const {
+  return {impl_->hits.load(), impl_->misses.load(), impl_->kernels.size()};
+}
+
+}  // namespace nimble

@@ -1,0 +1,137 @@
+// The bytecode compiler: a typed ir::Module → vm::ExecutableData. Each step
+// of the Relay VM's lowering is its own unit:
+//   free_vars.cpp      closure conversion: what a closure captures
+//   function_compiler  A-normal form on the fly (every sub-expression gets a
+//                      register), lambda lifting (a closure becomes a VM
+//                      function whose first parameters are its captures;
+//                      known closures are called directly, loops become
+//                      TailCalls), register allocation
+//   op_call.cpp        manifest memory: every op's outputs are explicit
+//                      AllocStorage / AllocTensor, after a call of the op's
+//                      shape function where the shape is not static;
+//                      reshapes become views; scalar integer ops run in the VM
+//   match.cpp          match compiled to tag tests and jumps
+//   primitive.cpp      the table of primitive functions, by content
+// compile.cpp drives them and is the public nimble::compile.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/op.hpp"
+#include "nimble/ir/module.hpp"
+#include "vm/executable_data.hpp"
+
+namespace nimble::vm {
+
+inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
+
+/// The free variables of `fn` (excluding `self`), in first-use order.
+[[nodiscard]] std::vector<const ir::VarNode*> free_vars(const ir::FunctionNode& fn,
+                                                        const ir::VarNode* self);
+
+/// State shared by all functions of one module's compilation.
+class ModuleCompiler {
+ public:
+  explicit ModuleCompiler(const ir::Module& module);
+  [[nodiscard]] ExecutableData run();
+
+  const ir::Module& module() const { return module_; }
+  ExecutableData& data() { return data_; }
+
+  /// Index of global function `name`.
+  [[nodiscard]] std::uint32_t global_index(const std::string& name) const;
+  /// A VM function for closure `fn` (compiled later), whose first
+  /// `captured.size()` parameters are the captured variables.
+  std::uint32_t lift(const ir::FunctionNode& fn, std::vector<const ir::VarNode*> captured,
+                     const ir::VarNode* self, const std::string& name);
+  /// Index of a constant (deduplicated by node).
+  std::uint32_t constant(const ir::ConstantNode& c);
+  std::uint32_t constant(Tensor t);
+  std::uint32_t string(std::string s);
+  /// Index of the primitive for `call` (deduplicated by content).
+  std::uint32_t primitive(const ir::CallNode& call, PrimitiveKind kind);
+  std::uint32_t shape(std::span<const std::int64_t> dims);
+  std::uint32_t args(std::span<const std::uint32_t> regs);
+
+ private:
+  struct Pending {
+    const ir::FunctionNode* fn;
+    std::vector<const ir::VarNode*> captured;
+    const ir::VarNode* self;
+    std::uint32_t index;
+  };
+
+  const ir::Module& module_;
+  ExecutableData data_;
+  std::map<std::string, std::uint32_t, std::less<>> globals_;
+  std::deque<Pending> pending_;
+  std::vector<std::vector<Instruction>> code_;  // per function
+  std::unordered_map<const ir::ConstantNode*, std::uint32_t> constants_;
+  std::map<std::pair<PrimitiveKind, std::string>, std::uint32_t> primitives_;
+  std::map<std::string, std::uint32_t, std::less<>> op_counts_;  // for primitive names
+};
+
+/// Compiles one function body.
+class FunctionCompiler {
+ public:
+  FunctionCompiler(ModuleCompiler& mc, std::uint32_t self_index);
+
+  /// Captured variables, then parameters, take registers 0..n-1; `self`, if
+  /// set, names this function (a let-bound loop calling itself).
+  void bind_params(std::span<const ir::VarNode* const> captured,
+                   std::span<const ir::VarNode* const> params, const ir::VarNode* self);
+  void compile_body(const ir::Expr& body) { compile_tail(body); }
+  std::vector<Instruction> take_code() { return std::move(code_); }
+  [[nodiscard]] std::uint32_t num_registers() const { return next_reg_; }
+
+  // --- used by the units of the compiler ---
+  std::uint32_t new_reg() { return next_reg_++; }
+  std::size_t emit(Instruction in) {
+    code_.push_back(in);
+    return code_.size() - 1;
+  }
+  std::size_t pc() const { return code_.size(); }
+  /// Points the jump in field `field` (1: b, 2: c; 0: a) of instruction `at` to `target`.
+  void patch_jump(std::size_t at, int field, std::size_t target);
+  std::uint32_t compile_value(const ir::Expr& e);
+  void compile_tail(const ir::Expr& e);
+  std::uint32_t compile_op_call(const ir::CallNode& call);
+  /// Compiles `match`; in tail position each clause returns, else the result
+  /// is in the returned register.
+  std::uint32_t compile_match(const ir::MatchNode& match, bool tail);
+  ModuleCompiler& module_compiler() { return mc_; }
+
+  struct Binding {
+    std::uint32_t reg = kNoReg;  // the value's register
+    // A closure known here: called directly as `func` with `captured` first.
+    std::int64_t func = -1;
+    std::vector<std::uint32_t> captured;
+  };
+  void bind(const ir::VarNode* var, Binding b) { env_[var] = std::move(b); }
+  /// The let value that defined `var`, if any (op_call's pattern matching).
+  [[nodiscard]] const ir::Expr* definition(const ir::VarNode* var) const;
+
+ private:
+  std::uint32_t var_reg(const ir::VarNode* var);
+  std::vector<std::uint32_t> compile_args(const std::vector<ir::Expr>& args);
+  /// Emits a call of a function or closure; tail: TailCall / Ret.
+  std::uint32_t compile_call(const ir::CallNode& call, bool tail);
+  void bind_let(const ir::LetNode& let);
+  std::uint32_t compile_if(const ir::IfNode& node, bool tail);
+  std::uint32_t alloc_closure(const ir::FunctionNode& fn, const ir::VarNode* self, const std::string& name);
+
+  ModuleCompiler& mc_;
+  std::uint32_t self_index_;
+  std::vector<Instruction> code_;
+  std::uint32_t next_reg_ = 0;
+  std::unordered_map<const ir::VarNode*, Binding> env_;
+  std::unordered_map<const ir::VarNode*, ir::Expr> defs_;
+  int closures_ = 0;
+};
+
+}  // namespace nimble::vm

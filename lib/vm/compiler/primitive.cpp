@@ -1,0 +1,66 @@
+// The table of primitive functions. A primitive is written down as IR text —
+// one function whose parameters have the call's argument types — so that it
+// is self-contained (a kernel provider rebuilds it with ir::parse) and its
+// content hash identifies it across modules and processes.
+#include <fmt/format.h>
+
+#include "vm/compiler/compiler.hpp"
+
+namespace nimble::vm {
+
+namespace {
+
+bool mentions_adt(const ir::Type& t) {
+  if (!t.defined()) return false;
+  switch (t.kind()) {
+    case ir::TypeKind::adt: return true;
+    case ir::TypeKind::tuple:
+      for (const ir::Type& f : t.as<ir::TupleTypeNode>()->fields)
+        if (mentions_adt(f)) return true;
+      return false;
+    default: return false;
+  }
+}
+
+std::uint32_t num_results(const ir::Type& t) {
+  if (const auto* tuple = t.as<ir::TupleTypeNode>()) return static_cast<std::uint32_t>(tuple->fields.size());
+  return 1;
+}
+
+}  // namespace
+
+std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind) {
+  const ir::OpDef& op = *call.callee.as<ir::OpNode>()->def;
+  ir::Module m;
+  bool uses_adt = false;
+  std::vector<ir::Expr> params;
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    const ir::Type& t = call.args[i].type();
+    uses_adt = uses_adt || mentions_adt(t);
+    params.push_back(ir::var(fmt::format("p{}", i), t));
+  }
+  if (uses_adt)
+    for (const ir::AdtDef& adt : module_.adts()) m.add_adt(adt);
+  ir::Expr body = ir::call(ir::op_ref(op), params, call.attrs);
+  m.add_function("prim", ir::function(params, call.checked_type, body));
+  std::string source = ir::print(m);
+
+  auto key = std::make_pair(kind, source);
+  if (auto it = primitives_.find(key); it != primitives_.end()) return it->second;
+  std::string base = fmt::format("{}{}", op.name, kind == PrimitiveKind::shape_function ? "_shape" : "");
+  const std::uint32_t count = op_counts_[base]++;
+  PrimitiveInfo info{
+      .name = fmt::format("{}_{}", base, count),
+      .kind = kind,
+      .num_inputs = static_cast<std::uint32_t>(call.args.size()),
+      .num_outputs = num_results(call.checked_type),
+      .source = std::move(source),
+      .hash = 0};
+  info.hash = content_hash(kind, info.source);
+  const auto index = static_cast<std::uint32_t>(data_.primitives.size());
+  data_.primitives.push_back(std::move(info));
+  primitives_.emplace(std::move(key), index);
+  return index;
+}
+
+}  // namespace nimble::vm

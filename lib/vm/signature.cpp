@@ -1,0 +1,163 @@
+#include "vm/signature.hpp"
+
+#include <fmt/format.h>
+
+#include "support/check.hpp"
+
+namespace nimble::vm {
+
+namespace {
+
+std::string dim_text(const DimDesc& d) {
+  switch (d.kind) {
+    case DimDesc::Kind::fixed: return std::to_string(d.value);
+    case DimDesc::Kind::any: return "?";
+    case DimDesc::Kind::symbol:
+      return d.value >= 0 ? fmt::format("{}<={}", d.name, d.value) : d.name;
+  }
+  return "";
+}
+
+std::string join(const std::vector<TypeDesc>& types) {
+  std::string out;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i) out += ", ";
+    out += to_string(types[i]);
+  }
+  return out;
+}
+
+using TypeArgs = std::map<std::string, const TypeDesc*, std::less<>>;
+
+// `t` with the ADT's type parameters replaced by the use's arguments.
+TypeDesc instantiate(const TypeDesc& t, const TypeArgs& args) {
+  if (t.kind == TypeDesc::Kind::type_var) {
+    auto it = args.find(t.name);
+    return it == args.end() ? t : *it->second;
+  }
+  TypeDesc out = t;
+  for (TypeDesc& f : out.fields) f = instantiate(f, args);
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const TypeDesc& type) {
+  switch (type.kind) {
+    case TypeDesc::Kind::tensor: {
+      std::string dims;
+      for (std::size_t i = 0; i < type.dims.size(); ++i) {
+        if (i) dims += ", ";
+        dims += dim_text(type.dims[i]);
+      }
+      return fmt::format("{}[{}]", nimble::to_string(type.dtype), dims);
+    }
+    case TypeDesc::Kind::tuple:
+      return fmt::format("({}{})", join(type.fields), type.fields.size() == 1 ? "," : "");
+    case TypeDesc::Kind::adt:
+      return type.fields.empty() ? type.name : fmt::format("{}<{}>", type.name, join(type.fields));
+    case TypeDesc::Kind::type_var: return type.name;
+    case TypeDesc::Kind::func: {
+      std::vector<TypeDesc> params(type.fields.begin(), type.fields.end() - 1);
+      return fmt::format("fn({}) -> {}", join(params), to_string(type.fields.back()));
+    }
+  }
+  return "";
+}
+
+std::string describe(const Value& v) {
+  if (!v.defined()) return "an undefined value";
+  switch (v.kind()) {
+    case Value::Kind::tensor: {
+      const Tensor& t = v.tensor();
+      TypeDesc d{.kind = TypeDesc::Kind::tensor, .dtype = t.dtype()};
+      for (std::int64_t e : t.shape()) d.dims.push_back({.kind = DimDesc::Kind::fixed, .value = e});
+      return to_string(d);
+    }
+    case Value::Kind::tuple: return fmt::format("a tuple of {} fields", v.fields().size());
+    case Value::Kind::adt: return fmt::format("a value of constructor #{}", v.tag());
+    case Value::Kind::object: return "a function";
+  }
+  return "?";
+}
+
+ArgumentChecker::ArgumentChecker(std::span<const AdtDesc> adts, std::string_view function)
+    : adts_(adts), function_(function) {}
+
+void ArgumentChecker::check(std::size_t index, std::string_view param_name, const TypeDesc& type,
+                            const Value& value) {
+  std::string why;
+  if (!fits(type, value, why))
+    throw_error(ErrorKind::type_error, "@{}: argument {} (%{}) must be {}, got {}{}", function_,
+                index + 1, param_name, to_string(type), describe(value), why);
+}
+
+const AdtDesc* ArgumentChecker::find_adt(std::string_view name) const {
+  for (const AdtDesc& a : adts_)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool ArgumentChecker::fits(const TypeDesc& type, const Value& v, std::string& why) {
+  switch (type.kind) {
+    case TypeDesc::Kind::tensor: {
+      if (!v.defined() || !v.is_tensor()) return false;
+      const Tensor& tensor = v.tensor();
+      if (type.dtype != tensor.dtype() || type.dims.size() != tensor.rank()) return false;
+      for (std::size_t i = 0; i < type.dims.size(); ++i)
+        if (!fits_dim(type.dims[i], tensor.shape()[i], why)) return false;
+      return true;
+    }
+    case TypeDesc::Kind::tuple: {
+      if (!v.defined() || v.kind() != Value::Kind::tuple || v.fields().size() != type.fields.size())
+        return false;
+      for (std::size_t i = 0; i < type.fields.size(); ++i)
+        if (!fits(type.fields[i], v[i], why)) return false;
+      return true;
+    }
+    case TypeDesc::Kind::adt: return fits_adt(type, v, why);
+    default: return false;  // functions cannot come from the host
+  }
+}
+
+// Iterative along the last field (a list's tail, a tree's right spine), so
+// that a long list is checked without deep recursion.
+bool ArgumentChecker::fits_adt(const TypeDesc& type, Value v, std::string& why) {
+  const AdtDesc* def = find_adt(type.name);
+  if (!def || def->type_params.size() != type.fields.size()) return false;
+  TypeArgs args;
+  for (std::size_t i = 0; i < def->type_params.size(); ++i)
+    args.emplace(def->type_params[i], &type.fields[i]);
+  for (;;) {
+    if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= def->constructors.size())
+      return false;
+    const ConstructorDesc& ctor = def->constructors[v.tag()];
+    if (v.fields().size() != ctor.fields.size()) return false;
+    if (ctor.fields.empty()) return true;
+    for (std::size_t i = 0; i + 1 < ctor.fields.size(); ++i)
+      if (!fits(instantiate(ctor.fields[i], args), v[i], why)) return false;
+    const TypeDesc last = instantiate(ctor.fields.back(), args);
+    if (!(last == type)) return fits(last, v[ctor.fields.size() - 1], why);
+    v = v[ctor.fields.size() - 1];
+  }
+}
+
+bool ArgumentChecker::fits_dim(const DimDesc& d, std::int64_t extent, std::string& why) {
+  switch (d.kind) {
+    case DimDesc::Kind::any: return true;
+    case DimDesc::Kind::fixed: return d.value == extent;
+    case DimDesc::Kind::symbol: break;
+  }
+  if (d.value >= 0 && extent > d.value) {
+    why = fmt::format(" ({} exceeds the bound of {})", extent, d.name);
+    return false;
+  }
+  auto [it, inserted] = symbols_.emplace(d.name, extent);
+  if (!inserted && it->second != extent) {
+    why = fmt::format(" ({} is {} in an earlier argument)", d.name, it->second);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace nimble::vm

@@ -1,0 +1,37 @@
+// Exact equality of runtime values, for tests where the same kernels run on
+// two engines: tensors bit for bit (dtype, shape, bytes), tuples and ADT
+// values field by field.
+#pragma once
+
+#include <cstring>
+
+#include "nimble/runtime/value.hpp"
+
+namespace nimble::testing {
+
+inline bool same_value(const Value& a, const Value& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::tensor: {
+      const Tensor& x = a.tensor();
+      const Tensor& y = b.tensor();
+      return x.dtype() == y.dtype() && x.shape() == y.shape() &&
+             (x.nbytes() == 0 || std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0);
+    }
+    case Value::Kind::adt:
+      if (a.tag() != b.tag()) return false;
+      [[fallthrough]];
+    case Value::Kind::tuple: {
+      if (a.fields().size() != b.fields().size()) return false;
+      for (std::size_t i = 0; i < a.fields().size(); ++i)
+        if (!same_value(a[i], b[i])) return false;
+      return true;
+    }
+    case Value::Kind::object: return false;
+  }
+  return false;
+}
+
+}  // namespace nimble::testing

@@ -1,0 +1,256 @@
+// The VM against the reference interpreter: the same kernels run, so results
+// must be exactly equal — control flow, recursion, closures, ADTs, dynamic
+// shapes, the three models — plus argument checks and the profiler.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "models/bert.hpp"
+#include "models/lstm.hpp"
+#include "models/tree_lstm.hpp"
+#include "models/workloads.hpp"
+#include "nimble/nimble.hpp"
+#include "support/tensor_matchers.hpp"
+#include "support/same_value.hpp"
+
+using namespace nimble;
+using nimble::testing::same_value;
+
+namespace {
+
+Tensor i64s(std::int64_t v) { return Tensor::scalar<std::int64_t>(v); }
+
+ir::Module typed(const char* text) {
+  ir::Module m = ir::parse(text);
+  ir::verify(m);
+  ir::infer_types(m);
+  return m;
+}
+
+// Runs `entry` on both engines; their results must be identical.
+Value check_same(const ir::Module& m, const std::string& entry, const std::vector<Value>& args) {
+  const Value expected = evaluate(m, entry, args);
+  vm::VirtualMachine machine(compile(m));
+  const Value actual = machine.invoke(entry, args);
+  CHECK(same_value(actual, expected));
+  return actual;
+}
+
+Value tree_value(const workloads::TreeShape& t, const Adt& tree) {
+  if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
+  return tree["Node"].value({tree_value(*t.left, tree), tree_value(*t.right, tree)});
+}
+
+}  // namespace
+
+TEST_CASE("VM: recursion 10,000 calls deep and a loop of 100,000 steps", "[vm]") {
+  Builder b;
+  Function depth = b.declare("depth", {{"n", i64({})}}, i64({}));
+  b.define(depth, [&](Expr n) {
+    return if_(equal(n, scalar(0, DType::i64)), [&] { return scalar(0, DType::i64); },
+               [&] { return depth(n - 1.0) + 1.0; });
+  });
+  b.entry(depth);
+  b.entry(b.def("sum_to", {{"n", i64({})}}, [&](Expr n) {
+    auto [total] = foreach_(n, std::array<Expr, 1>{scalar(0, DType::i64)},
+                            [&](Expr i, std::array<Expr, 1> s) { return std::array{s[0] + i}; });
+    return total;
+  }));
+  const ir::Module m = b.build();
+  vm::VirtualMachine machine(compile(m));
+  CHECK(machine.invoke("depth", {i64s(10'000)}).tensor().at<std::int64_t>({}) == 10'000);
+  CHECK(machine.invoke("sum_to", {i64s(100'000)}).tensor().at<std::int64_t>({}) == 4'999'950'000);
+  check_same(m, "depth", {i64s(100)});
+  check_same(m, "sum_to", {i64s(1000)});
+}
+
+TEST_CASE("VM: closures, tuples, lists and match", "[vm]") {
+  Builder b;
+  Adt list = b.list();
+  const Type vec = f32({2});
+  Function total = b.declare("total", {{"xs", list.type({vec})}}, vec);
+  b.define(total, [&](Expr xs) -> Expr {
+    return Match(xs)
+        .case_(list["Nil"], [&] { return constant(Tensor::zeros({2}, DType::f32)); })
+        .case_(list["Cons"], [&](Expr h, Expr t) { return h + total(t); });
+  });
+  b.entry(b.def("main", {{"x", vec}, {"xs", list.type({vec})}}, [&](Expr x, Expr xs) {
+    Closure scale = closure({{"y", vec}}, vec, [&](Expr y) { return y * x; });
+    return tuple({scale(total(xs)), total(list["Cons"]({x, xs}))});
+  }));
+  const ir::Module m = b.build();
+  const Tensor x = Tensor::from_data<float>({2}, {2, 3});
+  const Value xs = list["Cons"].value(
+      {Tensor::from_data<float>({2}, {1, 1}),
+       list["Cons"].value({Tensor::from_data<float>({2}, {10, 20}), list["Nil"].value()})});
+  const Value out = check_same(m, "main", {x, xs});
+  CHECK(out[0].tensor().at<float>({1}) == 63.0f);
+}
+
+TEST_CASE("VM: text programs with dynamic shapes, views, tuples and data-dependent ops", "[vm]") {
+  const ir::Module m = typed(R"(
+    type List<T> { Nil, Cons(T, List<T>) }
+    entry def @shapes(%x: f32[?, 4], %n: i64[]) -> (f32[?, 2, 2], i64[?, 2], f32[?], f32[?, 4]) {
+      let %r = reshape(%x, newshape=[-1, 2, 2]);
+      let %nz = nonzero(%x);
+      let %a = arange(0.5f32, 3.5f32, 1f32);
+      let %parts = split(%x, sections=2, axis=1);
+      let %c = concatenate((%parts.1, %parts.0), axis=1);
+      (%r, %nz, %a, %c)
+    }
+    entry def @stacked(%xs: List<f32[3]>) -> f32[?, 3] {
+      stack(%xs, axis=0)
+    }
+  )");
+  const Tensor x = Tensor::from_data<float>({3, 4}, {0, 1, 0, 2, 3, 0, 0, 4, 5, 6, 7, 0});
+  check_same(m, "shapes", {x, i64s(3)});
+  check_same(m, "shapes", {Tensor::zeros({0, 4}, DType::f32), i64s(0)});
+  const Adt list(m.find_adt("List"));
+  Value xs = list["Nil"].value();
+  for (int k = 0; k < 4; ++k)
+    xs = list["Cons"].value({Tensor::full({3}, k, DType::f32), xs});
+  check_same(m, "stacked", {xs});
+}
+
+TEST_CASE("VM: the three models give the interpreter's results exactly", "[vm]") {
+  SECTION("W1") {
+    Builder b;
+    models::build_lstm(b);
+    const ir::Module m = b.build();
+    const std::vector<Tensor> w = workloads::w1_weights();
+    for (std::int64_t length : {1, 5}) {
+      std::vector<Value> args{workloads::w1_input(length)};
+      args.insert(args.end(), w.begin(), w.end());
+      check_same(m, "lstm", args);
+    }
+  }
+  SECTION("W2") {
+    Builder b;
+    models::build_tree_lstm(b);
+    const ir::Module m = b.build();
+    const Adt tree(m.find_adt("Tree"));
+    const std::vector<Tensor> w = workloads::w2_weights();
+    for (std::int64_t n : {1, 9}) {
+      std::vector<Value> args{tree_value(*workloads::w2_tree(n), tree), workloads::w2_leaves(n)};
+      args.insert(args.end(), w.begin(), w.end());
+      check_same(m, "tree_lstm", args);
+    }
+  }
+  SECTION("W3") {
+    Builder b;
+    models::build_bert(b);
+    const ir::Module m = b.build();
+    const Adt list(m.find_adt("List"));
+    const auto layers = workloads::w3_weights(2);
+    Value weights = list["Nil"].value();
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+      weights =
+          list["Cons"].value({Value::tuple(std::vector<Value>(it->begin(), it->end())), weights});
+    check_same(m, "bert", {workloads::w3_input(5), weights});
+  }
+}
+
+TEST_CASE("VM: entry arguments are checked with the interpreter's messages", "[vm]") {
+  Builder b;
+  const Dim n{"n", 4};
+  b.entry(b.def("f", {{"a", f32({n, 3})}, {"b", f32({n, Any})}},
+                [](Expr a, Expr b2) { return tuple({a, b2}); }));
+  const ir::Module m = b.build();
+  vm::VirtualMachine machine(compile(m));
+  const Tensor ok = Tensor::zeros({2, 3}, DType::f32);
+  const std::vector<std::vector<Value>> bad = {
+      {ok},
+      {Tensor::zeros({2, 4}, DType::f32), ok},
+      {Tensor::zeros({2, 3}, DType::i32), ok},
+      {ok, Tensor::zeros({3, 3}, DType::f32)},
+      {Tensor::zeros({5, 3}, DType::f32), ok},
+      {Value::tuple({}), ok}};
+  for (const auto& args : bad) {
+    std::string expected, actual;
+    try {
+      (void)evaluate(m, "f", args);
+    } catch (const Error& e) {
+      expected = e.what();
+    }
+    try {
+      (void)machine.invoke("f", args);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::type_error);
+      actual = e.what();
+    }
+    CHECK(!expected.empty());
+    CHECK(actual == expected);
+  }
+  CHECK_NIMBLE_ERROR(machine.invoke("g", {}), ErrorKind::invalid_argument,
+                     "invoke: the executable has no function @g");
+  // The VM is usable after an error.
+  CHECK_NOTHROW(machine.invoke("f", {ok, ok}));
+}
+
+TEST_CASE("VM: kernel errors name the primitive and leave the VM usable", "[vm]") {
+  const ir::Module m = typed(R"(
+    entry def @pick(%x: f32[4], %i: i64[]) -> f32[] {
+      take(%x, %i)
+    }
+    entry def @divide(%a: i64[], %b: i64[]) -> i64[] {
+      div(%a, %b)
+    }
+  )");
+  vm::VirtualMachine machine(compile(m));
+  const Tensor x = Tensor::from_data<float>({4}, {1, 2, 3, 4});
+  CHECK(machine.invoke("pick", {x, i64s(2)}).tensor().at<float>({}) == 3.0f);
+  CHECK_THROWS_AS(machine.invoke("pick", {x, i64s(4)}), Error);
+  try {
+    (void)machine.invoke("pick", {x, i64s(4)});
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("take_0") != std::string::npos);
+  }
+  CHECK_NIMBLE_ERROR(machine.invoke("divide", {i64s(1), i64s(0)}), ErrorKind::runtime_error,
+                     "integer division by zero");
+  CHECK(machine.invoke("divide", {i64s(-7), i64s(2)}).tensor().at<std::int64_t>({}) == -3);
+  CHECK(machine.invoke("pick", {x, i64s(0)}).tensor().at<float>({}) == 1.0f);
+}
+
+TEST_CASE("VM: the profiler counts kernels and instructions only when on", "[vm]") {
+  const ir::Module m = typed(R"(
+    entry def @f(%x: f32[8]) -> f32[8] {
+      let %y = add(%x, %x);
+      mul(%y, %y)
+    }
+  )");
+  vm::VirtualMachine machine(compile(m));
+  const Tensor x = Tensor::full({8}, 1.5, DType::f32);
+  (void)machine.invoke("f", {x});
+  CHECK(machine.profile().primitives.empty());
+  machine.set_profiling(true);
+  (void)machine.invoke("f", {x});
+  (void)machine.invoke("f", {x});
+  const vm::Profile p = machine.profile();
+  INFO(p.table());
+  REQUIRE(p.primitives.size() == 2);
+  CHECK(p.primitives[0].calls == 2);
+  bool saw_packed = false;
+  for (const auto& c : p.instructions)
+    if (c.name == "InvokePacked") saw_packed = c.count == 4;
+  CHECK(saw_packed);
+  CHECK(p.table().find("| add_0 | 2 |") != std::string::npos);
+}
+
+TEST_CASE("VM: an executable saved and loaded runs with the same results", "[vm]") {
+  Builder b;
+  models::build_tree_lstm(b);
+  const ir::Module m = b.build();
+  const vm::Executable exe = compile(m);
+  const std::vector<std::byte> image = exe.save();
+  const vm::Executable loaded = vm::Executable::load(image);
+  CHECK(loaded.disassemble() == exe.disassemble());
+  CHECK(loaded.save() == image);
+
+  const Adt tree(m.find_adt("Tree"));
+  const std::vector<Tensor> w = workloads::w2_weights();
+  std::vector<Value> args{tree_value(*workloads::w2_tree(7), tree), workloads::w2_leaves(7)};
+  args.insert(args.end(), w.begin(), w.end());
+  vm::VirtualMachine original(exe);
+  vm::VirtualMachine reloaded(loaded);
+  CHECK(same_value(reloaded.invoke("tree_lstm", args), original.invoke("tree_lstm", args)));
+}
