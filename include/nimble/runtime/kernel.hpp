@@ -68,7 +68,7 @@ class KernelProvider {
 /// a kernel is built once even when many VMs miss at the same time.
 class KernelCache {
  public:
-  /// The process's cache (never destroyed).
+  /// The process's cache (destroyed at exit; VMs keep the kernels they use).
   [[nodiscard]] static KernelCache& global();
 
   /// Adds `provider`; providers are asked in decreasing `priority` (ties: in
