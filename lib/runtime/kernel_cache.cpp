@@ -68,22 +68,33 @@ void KernelCache::add_provider(std::shared_ptr<KernelProvider> provider, int pri
   list.insert(at, {std::move(provider), priority});
 }
 
-Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim) {
+Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim) { return get(prim, {}); }
+
+Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provider) {
+  // A kernel from one named provider is cached under the primitive's hash
+  // mixed with the provider's name, apart from the first-serving one.
+  const std::uint64_t key =
+      provider.empty() ? prim.hash : prim.hash ^ (content_hash(PrimitiveKind::compute, provider) * 31);
   {
     decltype(impl_->kernels)::const_accessor found;
-    if (impl_->kernels.find(found, prim.hash)) {
+    if (impl_->kernels.find(found, key)) {
       impl_->hits.fetch_add(1, std::memory_order_relaxed);
       return found->second;
     }
   }
   decltype(impl_->kernels)::accessor entry;
-  if (!impl_->kernels.insert(entry, prim.hash)) {  // another thread built it meanwhile
+  if (!impl_->kernels.insert(entry, key)) {  // another thread built it meanwhile
     impl_->hits.fetch_add(1, std::memory_order_relaxed);
     return entry->second;
   }
   impl_->misses.fetch_add(1, std::memory_order_relaxed);
+  bool provider_found = provider.empty();
   try {
     for (const Impl::Provider& p : impl_->snapshot()) {
+      if (!provider.empty()) {
+        if (p.provider->name() != provider) continue;
+        provider_found = true;
+      }
       if (Ref<Kernel> kernel = p.provider->get(prim)) {
         entry->second = kernel;
         return kernel;
@@ -94,6 +105,14 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim) {
     throw;
   }
   impl_->kernels.erase(entry);
+  if (!provider_found)
+    throw_error(ErrorKind::not_supported,
+                "not supported: no kernel provider called \"{}\" (for primitive {})", provider,
+                prim.name);
+  if (!provider.empty())
+    throw_error(ErrorKind::not_supported,
+                "not supported: kernel provider \"{}\" does not serve primitive {} (hash {:016x})",
+                provider, prim.name, prim.hash);
   throw_error(ErrorKind::not_supported,
               "not supported: no kernel provider serves primitive {} (hash {:016x}); link "
               "nimble::nimble (its reference provider and JIT) or load an exported module",

@@ -1,6 +1,7 @@
 #include "nimble/runtime/stats.hpp"
 
 #include <atomic>
+#include <mutex>
 
 #include "nimble/runtime/allocator.hpp"
 #include "runtime/stats_counters.hpp"
@@ -15,6 +16,8 @@ struct Counters {
   // The allocator counts system allocations since it was created; a reset
   // remembers where it stood.
   std::atomic<std::uint64_t> system_allocations_base{0};
+  std::mutex log_mutex;  // compilations are rare (milliseconds each): a lock is fine
+  std::vector<KernelCompileRecord> compile_log;
 };
 
 Counters& counters() noexcept {
@@ -24,9 +27,18 @@ Counters& counters() noexcept {
 
 }  // namespace
 
-void stats::count_kernel_compiled(std::uint64_t nanoseconds) noexcept {
-  counters().kernels_compiled.fetch_add(1, std::memory_order_relaxed);
-  counters().compile_ns.fetch_add(nanoseconds, std::memory_order_relaxed);
+void stats::count_kernel_compiled(std::string_view name, std::uint64_t nanoseconds) {
+  Counters& c = counters();
+  c.kernels_compiled.fetch_add(1, std::memory_order_relaxed);
+  c.compile_ns.fetch_add(nanoseconds, std::memory_order_relaxed);
+  std::lock_guard lock(c.log_mutex);
+  c.compile_log.push_back({std::string(name), static_cast<double>(nanoseconds) * 1e-6});
+}
+
+std::vector<KernelCompileRecord> kernel_compile_log() {
+  Counters& c = counters();
+  std::lock_guard lock(c.log_mutex);
+  return c.compile_log;
 }
 
 void stats::count_kernel_launches(std::uint64_t n) noexcept {
@@ -51,6 +63,10 @@ void reset_engine_stats() noexcept {
   c.kernels_compiled.store(0, std::memory_order_relaxed);
   c.compile_ns.store(0, std::memory_order_relaxed);
   c.kernel_launches.store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(c.log_mutex);
+    c.compile_log.clear();
+  }
   PooledCpuAllocator& alloc = cpu_allocator();
   c.system_allocations_base.store(alloc.stats().system_allocations, std::memory_order_relaxed);
   alloc.reset_peak();

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace nimble::stats {
 
-/// One kernel compiled, which took `nanoseconds` of wall-clock time.
-void count_kernel_compiled(std::uint64_t nanoseconds) noexcept;
+/// Kernel `name` compiled, which took `nanoseconds` of wall-clock time
+/// (also appended to kernel_compile_log()).
+void count_kernel_compiled(std::string_view name, std::uint64_t nanoseconds);
 
 /// `n` kernel launches.
 void count_kernel_launches(std::uint64_t n = 1) noexcept;

@@ -253,6 +253,7 @@ struct VirtualMachine::Impl {
   const ExecutableData* d;
   std::vector<Value> constants;
   std::vector<Ref<Kernel>> site_kernels;  // per InvokePacked instruction: the kernel it used
+  std::string kernel_provider;            // empty: the first provider that serves a primitive
   std::vector<Reg> regs;
   std::vector<Frame> frames;
   std::vector<Reg> call_args;  // scratch: arguments of a call being made
@@ -539,7 +540,7 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
                                          bool timed) {
   const PrimitiveInfo& prim = d->primitives[in.a];
   Ref<Kernel>& kernel = site_kernels[pc];
-  if (!kernel) kernel = KernelCache::global().get(prim);
+  if (!kernel) kernel = KernelCache::global().get(prim, kernel_provider);
   ++launches;
   const std::uint32_t* list = d->arg_pool.data() + in.b;
   const std::uint32_t num_inputs = in.c - in.d;
@@ -614,6 +615,11 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
             .count());
   return result;
+}
+
+void VirtualMachine::set_kernel_provider(std::string provider) {
+  impl_->kernel_provider = std::move(provider);
+  std::fill(impl_->site_kernels.begin(), impl_->site_kernels.end(), Ref<Kernel>{});
 }
 
 void VirtualMachine::set_profiling(bool on) {

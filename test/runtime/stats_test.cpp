@@ -16,7 +16,7 @@ TEST_CASE("engine stats count from the last reset", "[runtime]") {
   CHECK(s.kernel_launches == 0);
   CHECK(s.system_allocations == 0);
 
-  stats::count_kernel_compiled(2'500'000);
+  stats::count_kernel_compiled("add_1", 2'500'000);
   stats::count_kernel_launches(3);
   {
     cpu_allocator().trim();  // nothing cached: the next allocation goes to the system
@@ -26,12 +26,17 @@ TEST_CASE("engine stats count from the last reset", "[runtime]") {
   }
   CHECK(s.kernels_compiled == 1);
   CHECK(s.compile_ms == Approx(2.5));
+  const std::vector<KernelCompileRecord> log = kernel_compile_log();
+  REQUIRE(log.size() == 1);
+  CHECK(log[0].name == "add_1");
+  CHECK(log[0].ms == Approx(2.5));
   CHECK(s.kernel_launches == 3);
   CHECK(s.system_allocations >= 1);
 
   reset_engine_stats();
   s = engine_stats();
   CHECK(s.kernels_compiled == 0);
+  CHECK(kernel_compile_log().empty());
   CHECK(s.kernel_launches == 0);
   CHECK(s.system_allocations == 0);
   CHECK(s.peak_bytes == cpu_allocator().stats().live_bytes);

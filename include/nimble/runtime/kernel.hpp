@@ -77,6 +77,10 @@ class KernelCache {
   /// The kernel for `prim`: cached, or from the first provider that serves
   /// it. Throws Error(not_supported) naming the primitive if none does.
   [[nodiscard]] Ref<Kernel> get(const PrimitiveInfo& prim);
+  /// The kernel for `prim` from the provider called `provider` only ("jit",
+  /// "reference"), cached apart from get(prim)'s; empty means get(prim).
+  /// Throws Error(not_supported) if that provider is missing or declines.
+  [[nodiscard]] Ref<Kernel> get(const PrimitiveInfo& prim, std::string_view provider);
   /// Forgets every cached kernel (providers stay).
   void clear();
 

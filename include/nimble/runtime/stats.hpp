@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace nimble {
 
@@ -22,6 +24,16 @@ struct EngineStats {
 /// The counters since the last reset. Thread-safe; each counter is read
 /// atomically, but work running concurrently may show in some and not others.
 [[nodiscard]] EngineStats engine_stats() noexcept;
+
+/// One kernel compilation, as the JIT records it.
+struct KernelCompileRecord {
+  std::string name;   ///< the primitive's name, e.g. "dense_7"
+  double ms = 0;      ///< wall-clock milliseconds from primitive source to callable code
+};
+
+/// Every kernel compiled since the last reset, in the order they finished.
+/// Thread-safe.
+[[nodiscard]] std::vector<KernelCompileRecord> kernel_compile_log();
 
 /// Restarts every counter from zero, including the CPU allocator's peak of
 /// live bytes (PooledCpuAllocator::reset_peak, which other readers of

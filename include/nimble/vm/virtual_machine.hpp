@@ -54,6 +54,11 @@ class VirtualMachine {
   void set_profiling(bool on);
   [[nodiscard]] Profile profile() const;
 
+  /// Takes every kernel from the provider called `provider` ("jit",
+  /// "reference") instead of the first one that serves it; empty (the
+  /// default) restores that. Kernels already used are dropped.
+  void set_kernel_provider(std::string provider);
+
   [[nodiscard]] const Executable& executable() const noexcept;
 
  private:
