@@ -66,15 +66,6 @@ void add_compile_stats(Entry& e) {
   e.compile_ms += s.compile_ms;
 }
 
-// Linear interpolation between closest ranks (numpy's default).
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
 double p10(const std::vector<double>& v) {
   return percentile(v, 0.10);
 }
@@ -273,6 +264,15 @@ void add_platform_context(const Options& o) {
 }
 
 }  // namespace
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
 
 workloads::Checksum checksum_of(const float* values, std::int64_t n) {
   workloads::Checksum c;

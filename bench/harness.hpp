@@ -70,6 +70,10 @@ struct Program {
 /// or 2 for bad flags.
 int bench_main(int argc, char** argv, Program program);
 
+/// The q-quantile (0 <= q <= 1) of `values`, interpolated linearly between
+/// the closest ranks (numpy's default); 0 for no values.
+double percentile(std::vector<double> values, double q);
+
 /// Σ and Σ|·| of `n` floats, as workloads.md's checksum line has them.
 workloads::Checksum checksum_of(const float* values, std::int64_t n);
 

@@ -9,8 +9,11 @@ bench/README.md) writes its own JSON. This script
   - checks that every implementation's checksum of a workload and size agrees
     with the reference's (nimble_reference where it ran): |Δchecksum| and
     |Δabssum| at most `tolerance` · abssum;
+  - keeps the micro programs' rows (runtime_bench, vm_bench, elemwise_bench,
+    jit_bench) with every counter, under the names they were registered with;
   - writes the merged file (Google Benchmark's JSON layout: "context" and
-    "benchmarks") and prints the markdown table of the README.
+    "benchmarks") and prints the markdown table of the README, with ELEMWISE
+    and JIT/compile under it when they ran.
 
     merge_results.py [--out FILE] [--tolerance T] RAW.json ...
 
@@ -30,10 +33,17 @@ PEER_IMPLS = ["libtorch_fused", "libtorch_cell_loop", "libtorch_recursive", "lib
               "handwritten", "openblas"]
 IMPL_ORDER = NIMBLE_IMPLS + PEER_IMPLS
 NAME = re.compile(r"^([^/]+)/([^/]+)/(\d+)/t(\d+)$")
+ELEMWISE = re.compile(r"^ELEMWISE/([^/]+)/([^/]+)/(\d+)$")  # elemwise_bench: impl, op, n
+ELEMWISE_OPS = ["add", "sigmoid", "gelu"]
 # What Google Benchmark appends to a name: /iterations:1/repeats:20/manual_time
 SUFFIX = re.compile(r"(/(iterations|repeats|min_time|threads):[^/]*|/manual_time|/real_time)+$")
-COUNTERS = ["checksum", "abssum", "gflops", "warmup_calls", "kernels_compiled", "compile_ms",
-            "kernel_launches", "system_allocations", "peak_bytes"]
+# Keys of Google Benchmark's JSON that are not user counters; every other
+# number of a benchmark is one (the workloads' checksum, abssum, gflops, ...;
+# the micro programs' ns_per_instruction, elements_per_second, ms_median, ...).
+NOT_COUNTERS = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
+                "repetitions", "repetition_index", "threads", "iterations", "real_time",
+                "cpu_time", "time_unit", "aggregate_name", "aggregate_unit", "label",
+                "error_occurred", "error_message", "big_o", "rms", "complexity_n"}
 # Context keys that describe one process (the rest describe the machine).
 PROCESS_KEYS = ["impls", "threads", "mode", "date", "load_avg", "blas_library", "blas_config",
                 "blas_threading", "blas_num_threads", "openmp_library", "tbb_library",
@@ -46,6 +56,11 @@ MACHINE_KEYS = ["host_name", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "
 
 def base_name(name):
     return SUFFIX.sub("", name)
+
+
+def counters_of(b):
+    return {k: v for k, v in b.items()
+            if k not in NOT_COUNTERS and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def to_ms(value, unit):
@@ -63,17 +78,18 @@ def read_runs(path, repeat):
             failures.append(f"{name}: {b.get('error_message', 'failed')}")
             continue
         r = runs.setdefault(name, {"name": name, "repeat": repeat, "stats": {}, "counters": {},
-                                   "repetitions": b.get("repetitions", 1), "file": path})
+                                   "repetitions": b.get("repetitions", 1),
+                                   "iterations": b.get("iterations", 1), "file": path})
         ms = to_ms(b["real_time"], b.get("time_unit", "ns"))
         if b.get("run_type") == "aggregate":
             stat = b["aggregate_name"]
             r["stats"][stat] = ms
             if stat == "median":
-                r["counters"] = {k: b[k] for k in COUNTERS if k in b}
+                r["counters"] = counters_of(b)
                 r["cpu_ms"] = to_ms(b["cpu_time"], b.get("time_unit", "ns"))
         else:  # a single timed call
             r["stats"].update(median=ms, mean=ms, min=ms, p10=ms, p90=ms)
-            r["counters"] = {k: b[k] for k in COUNTERS if k in b}
+            r["counters"] = counters_of(b)
             r["cpu_ms"] = to_ms(b["cpu_time"], b.get("time_unit", "ns"))
     return data.get("context", {}), list(runs.values()), failures
 
@@ -96,12 +112,13 @@ def merge(inputs):
         s = best["stats"]
         entry = {"name": name, "run_name": name, "run_type": "aggregate",
                  "aggregate_name": "median", "repetitions": best["repetitions"],
-                 "repeats": len(runs), "iterations": 1, "threads": 1,
+                 "repeats": len(runs), "iterations": best["iterations"], "threads": 1,
                  "real_time": s.get("median"), "cpu_time": best.get("cpu_ms"), "time_unit": "ms"}
         m = NAME.match(name)
         if m and "checksum" in best["counters"]:  # a workload benchmark (not runtime_bench's)
             entry.update(workload=m[1], impl=m[2], size=int(m[3]), num_threads=int(m[4]))
-        entry.update({"min": min(r["stats"].get("min", math.inf) for r in runs),
+        mins = [r["stats"]["min"] for r in runs if "min" in r["stats"]]
+        entry.update({"min": min(mins) if mins else None,
                       "p10": s.get("p10"), "p90": s.get("p90"), "mean": s.get("mean"),
                       "median_max_over_repeats": max(r["stats"].get("median", 0) for r in runs)})
         entry.update(best["counters"])
@@ -184,6 +201,8 @@ def table(merged, skipped=(), command="script/bench", notes=()):
     blas = sorted({f"{p['blas_config'].split(' NO_')[0].split(' DYNAMIC')[0]} ({p.get('blas_threading', '?')})"
                    for p in procs if p.get("blas_config")})
     date = ctx.get("date", "")[:10]
+    if not rows:  # micro benchmarks only
+        return "\n".join([f"**{date}** — `{command}`"] + micro_table(merged))
     lines = [
         f"**{date}, {ctx.get('cpu_model', 'unknown CPU')} ({ctx.get('num_cpus', '?')} cores), "
         f"threads {' and '.join(map(str, threads))}** — median ms per call, the minimum over "
@@ -219,7 +238,34 @@ def table(merged, skipped=(), command="script/bench", notes=()):
     lines += list(notes)
     if skipped:
         lines.append("Not installed, skipped: " + "; ".join(skipped) + ".")
+    lines += micro_table(merged)
     return "\n".join(lines)
+
+
+def micro_table(merged):
+    """The micro rows the table shows, when they ran: ELEMWISE (nimble against
+    a plain C++ loop, one thread) and JIT/compile."""
+    elem = {}
+    for e in merged["benchmarks"]:
+        m = ELEMWISE.match(e["name"])
+        if m and "ns_per_element" in e:
+            elem.setdefault((m[2], int(m[3])), {})[m[1]] = e["ns_per_element"]
+    lines = []
+    if elem:
+        lines += ["", "| elementwise, t1 | n | nimble ns/element | cpp ns/element | nimble ÷ cpp |",
+                  "|---|---:|---:|---:|---:|"]
+        for op, n in sorted(elem, key=lambda k: (ELEMWISE_OPS.index(k[0])
+                                                 if k[0] in ELEMWISE_OPS else 99, k[0], k[1])):
+            ours, cpp = elem[op, n].get("nimble"), elem[op, n].get("cpp")
+            ratio = f"{ours / cpp:.2f}×" if ours and cpp else "—"
+            lines.append(f"| {op} | {n} | {f'{ours:.3g}' if ours else '—'} | "
+                         f"{f'{cpp:.3g}' if cpp else '—'} | {ratio} |")
+    jit = next((e for e in merged["benchmarks"] if e["name"] == "JIT/compile"), None)
+    if jit and "kernels" in jit:
+        lines += ["", f"JIT/compile (W1, W2, W3): {jit['kernels']:.0f} kernels; ms per kernel: "
+                  f"median {fmt_ms(jit.get('ms_median'))}, p90 {fmt_ms(jit.get('ms_p90'))}, "
+                  f"max {fmt_ms(jit.get('ms_max'))}; total {fmt_ms(jit.get('ms_total'))} ms."]
+    return lines
 
 
 def main():

@@ -3,9 +3,9 @@
 //   nimble_reference  the reference interpreter,
 //   nimble_prepacked  GEMM and SGEMM with B a constant of the module (the
 //                     constant-weight case; the other rows pass B at run time).
-// The models are examples/models/*.hpp; their data comes from the generator
-// in examples/models/workloads.hpp. Each model is built once per engine and
-// shared by its sizes, as a host would.
+// The models are examples/models/*.hpp and their arguments
+// nimble_workloads.hpp's, from the generator in examples/models/workloads.hpp.
+// Each model is built once per engine and shared by its sizes, as a host would.
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -15,9 +15,7 @@
 
 #include "engine.hpp"
 #include "harness.hpp"
-#include "models/bert.hpp"
-#include "models/lstm.hpp"
-#include "models/tree_lstm.hpp"
+#include "nimble_workloads.hpp"
 
 namespace nimble::bench {
 namespace {
@@ -48,8 +46,6 @@ Case make_case(std::shared_ptr<const Runner> runner, std::vector<Value> args) {
           .release = [s] { s->out = Value(); }};
 }
 
-using BuildFn = Function (*)(Builder&);
-
 // One runner per model and engine, built on first use and shared by the
 // model's sizes (a host compiles once and runs many shapes).
 std::shared_ptr<const Runner> runner_for(Engine engine, const char* model, BuildFn build) {
@@ -63,51 +59,25 @@ std::shared_ptr<const Runner> runner_for(Engine engine, const char* model, Build
   return r;
 }
 
-// Weights, generated once per process on first use.
-const std::vector<Tensor>& w1_weights() {
-  static const std::vector<Tensor> w = workloads::w1_weights();
-  return w;
-}
-const std::vector<Tensor>& w2_weights() {
-  static const std::vector<Tensor> w = workloads::w2_weights();
-  return w;
-}
-const std::vector<std::vector<Tensor>>& w3_weights() {
-  static const std::vector<std::vector<Tensor>> w = workloads::w3_weights();
-  return w;
-}
 const Tensor& gemm_b() {
   static const Tensor b = workloads::w4_gemm_b();
   return b;
 }
 
-Value tree_value(const workloads::TreeShape& t, const Adt& tree) {
-  if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
-  return tree["Node"].value({tree_value(*t.left, tree), tree_value(*t.right, tree)});
-}
-
 Case w1_case(Engine engine, std::int64_t length) {
-  std::vector<Value> args{workloads::w1_input(length)};
-  args.insert(args.end(), w1_weights().begin(), w1_weights().end());
-  return make_case(runner_for(engine, "lstm", models::build_lstm), std::move(args));
+  return make_case(runner_for(engine, "lstm", models::build_lstm), w1_args(length));
 }
 
 Case w2_case(Engine engine, std::int64_t leaves) {
   auto runner = runner_for(engine, "tree_lstm", models::build_tree_lstm);
-  const Adt tree(runner->module().find_adt("Tree"));
-  std::vector<Value> args{tree_value(*workloads::w2_tree(leaves), tree),
-                          workloads::w2_leaves(leaves)};
-  args.insert(args.end(), w2_weights().begin(), w2_weights().end());
+  std::vector<Value> args = w2_args(runner->module(), leaves);
   return make_case(std::move(runner), std::move(args));
 }
 
 Case w3_case(Engine engine, std::int64_t length) {
   auto runner = runner_for(engine, "bert", models::build_bert);
-  const Adt list(runner->module().find_adt("List"));
-  Value layers = list["Nil"].value();
-  for (auto it = w3_weights().rbegin(); it != w3_weights().rend(); ++it)
-    layers = list["Cons"].value({Value::tuple(std::vector<Value>(it->begin(), it->end())), layers});
-  return make_case(std::move(runner), {workloads::w3_input(length), layers});
+  std::vector<Value> args = w3_args(runner->module(), length);
+  return make_case(std::move(runner), std::move(args));
 }
 
 // chain1000: 1000 elementwise ops, each its own op in the program.

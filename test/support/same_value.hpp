@@ -1,10 +1,11 @@
 // Exact equality of runtime values, for tests where the same kernels run on
 // two engines: tensors bit for bit (dtype, shape, bytes), tuples and ADT
-// values field by field.
+// values field by field; and closeness, where the kernels differ.
 #pragma once
 
 #include <cstring>
 
+#include "nimble/runtime/tensor_compare.hpp"
 #include "nimble/runtime/value.hpp"
 
 namespace nimble::testing {
@@ -27,6 +28,30 @@ inline bool same_value(const Value& a, const Value& b) {
       if (a.fields().size() != b.fields().size()) return false;
       for (std::size_t i = 0; i < a.fields().size(); ++i)
         if (!same_value(a[i], b[i])) return false;
+      return true;
+    }
+    case Value::Kind::object: return false;
+  }
+  return false;
+}
+
+/// Equality within `tol` (NaN matches NaN): for results of two engines that
+/// run different kernels (the JIT's and the reference's).
+inline bool close_value(const Value& a, const Value& b, Tolerance tol) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::tensor:
+      tol.equal_nan = true;
+      return allclose(a.tensor(), b.tensor(), tol);
+    case Value::Kind::adt:
+      if (a.tag() != b.tag()) return false;
+      [[fallthrough]];
+    case Value::Kind::tuple: {
+      if (a.fields().size() != b.fields().size()) return false;
+      for (std::size_t i = 0; i < a.fields().size(); ++i)
+        if (!close_value(a[i], b[i], tol)) return false;
       return true;
     }
     case Value::Kind::object: return false;

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 
 using namespace nimble;
 using nimble::testing::RandomProgram;
+using nimble::testing::close_value;
 using nimble::testing::same_value;
 
 namespace {
@@ -49,8 +51,8 @@ std::string describe(const Outcome& o) {
   return to_string(o.value);
 }
 
-// The VM's outcome must be the interpreter's: the same value, or an Error
-// of the same kind.
+// The VM's outcome must be the interpreter's: the same value exactly, or an
+// Error of the same kind.
 void check_same_outcome(const Outcome& expected, const Outcome& actual, std::string_view engine) {
   INFO(engine << "\n  interpreter: " << describe(expected)
               << "\n  vm:          " << describe(actual));
@@ -61,12 +63,26 @@ void check_same_outcome(const Outcome& expected, const Outcome& actual, std::str
     CHECK(same_value(actual.value, expected.value));
 }
 
+// With JIT kernels, which round every step to f32 where the reference
+// kernels compute each op in double, the values are close rather than equal
+// — except where a program decides on floats (equal, where, a power of a
+// base near 0) or divides by a cancellation (a log_softmax near 0): there an
+// ulp can change the result. Such programs are counted, not failed; the ops
+// themselves are checked one by one in [jit].
+bool jit_outcome_matches(const Outcome& expected, const Outcome& actual) {
+  if (expected.error || actual.error)
+    return expected.error.has_value() == actual.error.has_value() &&
+           (!expected.error || expected.error->kind() == actual.error->kind());
+  return close_value(actual.value, expected.value, {.rtol = 1e-3, .atol = 1e-4});
+}
+
 }  // namespace
 
-TEST_CASE("VM: random programs give the interpreter's results exactly", "[vm]") {
+TEST_CASE("VM: random programs give the interpreter's results, exactly with its kernels", "[vm]") {
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, int> coverage;
   int redrawn_ok = 0, redrawn_errors = 0;
+  std::vector<std::uint64_t> jit_differs;  // seeds whose JIT outcome is not close
   for (std::uint64_t seed = 0; seed < kPrograms; ++seed) {
     const RandomProgram p = testing::random_program(seed);
     INFO("seed " << seed << ":\n" << p.text);
@@ -87,6 +103,9 @@ TEST_CASE("VM: random programs give the interpreter's results exactly", "[vm]") 
     }
     vm::VirtualMachine machine(*exe);
     vm::VirtualMachine machine_reloaded(*reloaded);
+    machine.set_kernel_provider("reference");  // the interpreter's kernels: exact results
+    machine_reloaded.set_kernel_provider("reference");
+    vm::VirtualMachine machine_jit(*exe);  // the default: JIT kernels
 
     for (const bool redrawn : {false, true}) {
       INFO((redrawn ? "inputs with redrawn extents" : "inputs that fit the program"));
@@ -104,6 +123,12 @@ TEST_CASE("VM: random programs give the interpreter's results exactly", "[vm]") 
       check_same_outcome(expected,
                          outcome_of([&] { return machine_reloaded.invoke(p.entry, args); }),
                          "saved and loaded");
+      const Outcome jit = outcome_of([&] { return machine_jit.invoke(p.entry, args); });
+      if (!jit_outcome_matches(expected, jit)) {
+        jit_differs.push_back(seed);
+        UNSCOPED_INFO("seed " << seed << " with JIT kernels:\n  interpreter: " << describe(expected)
+                              << "\n  vm:          " << describe(jit));
+      }
     }
   }
 
@@ -112,9 +137,13 @@ TEST_CASE("VM: random programs give the interpreter's results exactly", "[vm]") 
       "{} and raised an Error on {}.\nPrograms per feature:\n",
       kPrograms, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       redrawn_ok, redrawn_errors);
+  table += fmt::format("With JIT kernels, {} runs were not close to the interpreter's (seeds {}).\n",
+                       jit_differs.size(), fmt::join(jit_differs, ", "));
   for (const std::string& f : testing::random_program_features())
     table += fmt::format("  {:<22} {}\n", f, coverage[f]);
   WARN(table);
+  // At most 2% of the 500 runs may differ through an ill-conditioned program.
+  CHECK(jit_differs.size() <= 2 * kPrograms / 100);
   // Each feature is exercised (a generator change that loses one shows
   // here), and each one reported is listed.
   const auto& known = testing::random_program_features();

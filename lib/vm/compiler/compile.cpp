@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "codegen/cpu/cpu_kernel.hpp"
 #include "eval/reference_provider.hpp"
 #include "nimble/compile.hpp"
 #include "support/check.hpp"
@@ -117,7 +118,10 @@ ExecutableData ModuleCompiler::run() {
 
 vm::Executable compile(const ir::Module& module, const CompileOptions&) {
   static std::once_flag providers;
-  std::call_once(providers, [] { register_reference_provider(); });
+  std::call_once(providers, [] {
+    register_reference_provider();
+    codegen::register_jit_provider();
+  });
   auto data = std::make_shared<vm::ExecutableData>(vm::ModuleCompiler(module).run());
   vm::verify(*data);  // the emitter's own check: a failure here is a compiler bug
   return vm::Executable(std::move(data));

@@ -1,0 +1,230 @@
+#include "codegen/cpu/cpu_kernel.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "codegen/cpu/jit.hpp"
+#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/kernel_ir.hpp"
+#include "nimble/runtime/threading.hpp"
+#include "runtime/stats_counters.hpp"
+#include "support/check.hpp"
+
+namespace nimble::codegen {
+
+namespace {
+
+using PrologueFn = std::int32_t (*)(void* const*, const std::int64_t* const*, std::int64_t*, std::int64_t*);
+using StageFn = std::int32_t (*)(void* const*, const std::int64_t* const*, std::int64_t*, std::int64_t,
+                                 std::int64_t);
+
+// Below this many element operations a stage runs on the calling thread:
+// handing work to oneTBB costs microseconds.
+constexpr std::int64_t kParallelWork = 1 << 16;
+// Each thread's share is at least this much work.
+constexpr std::int64_t kGrainWork = 1 << 14;
+
+// Up to this many buffers and schedule slots live on the stack.
+constexpr std::size_t kInlineSlots = 16;
+
+template <class T>
+class SmallArray {
+ public:
+  explicit SmallArray(std::size_t n) {
+    if (n > kInlineSlots) heap_.resize(n);
+  }
+  T* data() noexcept { return heap_.empty() ? inline_.data() : heap_.data(); }
+  T& operator[](std::size_t i) noexcept { return data()[i]; }
+
+ private:
+  std::array<T, kInlineSlots> inline_{};
+  std::vector<T> heap_;
+};
+
+class CpuKernel final : public Kernel {
+ public:
+  CpuKernel(KernelIR ir, EmittedKernel emitted, std::unique_ptr<JitCode> code)
+      : ir_(std::move(ir)), errors_(std::move(emitted.errors)), code_(std::move(code)) {
+    const std::vector<void*>& at = code_->addresses();
+    prologue_ = reinterpret_cast<PrologueFn>(at[0]);
+    for (std::size_t s = 1; s < at.size(); ++s) stages_.push_back(reinterpret_cast<StageFn>(at[s]));
+    for (const Buffer& b : ir_.buffers)
+      if (b.role == Buffer::Role::temp) ++num_temps_;
+  }
+
+  void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const override {
+    const auto num_in = static_cast<std::size_t>(ir_.num_inputs);
+    const auto num_out = static_cast<std::size_t>(ir_.num_outputs);
+    if (inputs.size() != num_in || outputs.size() != num_out)
+      throw_error(ErrorKind::invalid_argument, "{}: expected {} inputs and {} outputs, got {} and {}",
+                  ir_.name, num_in, num_out, inputs.size(), outputs.size());
+    const std::size_t num_buffers = ir_.buffers.size();
+    SmallArray<void*> data(num_buffers);
+    SmallArray<const std::int64_t*> dims(num_buffers);
+    for (std::size_t i = 0; i < num_in + num_out; ++i) {
+      const Tensor& t = i < num_in ? inputs[i] : outputs[i - num_in];
+      const te::Tensor& p = ir_.buffers[i].tensor;
+      if (t.dtype() != p.dtype() || t.rank() != p.ndim()) mismatch(t, i, num_in);
+      data[i] = const_cast<void*>(t.raw_data());  // outputs are the kernel's to write
+      dims[i] = t.shape().begin();
+    }
+    const std::size_t num_sched = 2 * stages_.size() + num_temps_;
+    SmallArray<std::int64_t> sched(num_sched);
+    std::array<std::int64_t, 4> info{};
+    if (const std::int32_t code = prologue_(data.data(), dims.data(), info.data(), sched.data()))
+      fail(code, info, inputs, outputs);
+
+    std::vector<Tensor> temps;
+    if (num_temps_ != 0) {
+      std::size_t slot = 2 * stages_.size();
+      for (std::size_t b = num_in + num_out; b < num_buffers; ++b) {
+        const std::int64_t n = sched[slot++];
+        if (n < 0)
+          throw_error(ErrorKind::runtime_error, "{}: the temporary {} would have {} elements",
+                      ir_.name, ir_.buffers[b].tensor.name(), n);
+        temps.push_back(Tensor::empty(Shape{n}, ir_.buffers[b].tensor.dtype()));
+        data[b] = temps.back().raw_data();
+      }
+    }
+    for (std::size_t s = 0; s < stages_.size(); ++s)
+      run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
+  }
+
+  void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const override {
+    std::vector<Tensor> tensors;
+    for (const Value& v : inputs) flatten(v, tensors);
+    run(tensors, outputs);
+  }
+
+ private:
+  static void flatten(const Value& v, std::vector<Tensor>& out) {
+    if (v.is_tensor()) {
+      out.push_back(v.tensor());
+      return;
+    }
+    for (const Value& f : v.fields()) flatten(f, out);
+  }
+
+  void run_stage(std::size_t s, std::int64_t extent, std::int64_t work, void* const* data,
+                 const std::int64_t* const* dims, std::span<const Tensor> inputs,
+                 std::span<const Tensor> outputs) const {
+    const StageFn fn = stages_[s];
+    if (work < kParallelWork || extent < 2 || num_threads() < 2) {
+      std::array<std::int64_t, 4> info{};
+      if (const std::int32_t code = fn(data, dims, info.data(), 0, extent))
+        fail(code, info, inputs, outputs);
+      return;
+    }
+    const std::int64_t grain = std::max<std::int64_t>(1, extent * kGrainWork / work);
+    std::atomic<std::int32_t> failed{0};
+    std::mutex failure_mutex;
+    std::array<std::int64_t, 4> failure_info{};
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, extent, grain),
+                      [&](const tbb::blocked_range<std::int64_t>& r) {
+                        if (failed.load(std::memory_order_relaxed) != 0) return;
+                        std::array<std::int64_t, 4> info{};
+                        if (const std::int32_t code = fn(data, dims, info.data(), r.begin(), r.end())) {
+                          std::lock_guard lock(failure_mutex);
+                          if (failed.load() == 0) {
+                            failure_info = info;
+                            failed.store(code);
+                          }
+                        }
+                      });
+    if (const std::int32_t code = failed.load()) fail(code, failure_info, inputs, outputs);
+  }
+
+  [[noreturn]] void mismatch(const Tensor& t, std::size_t i, std::size_t num_in) const {
+    const te::Tensor& p = ir_.buffers[i].tensor;
+    if (i >= num_in)
+      throw_error(ErrorKind::runtime_error, "{}: output {} was allocated as {}{}, the kernel writes {} of rank {}",
+                  ir_.name, p.name(), to_string(t.dtype()), to_string(t.shape()), to_string(p.dtype()),
+                  p.ndim());
+    if (t.dtype() != p.dtype())
+      throw_error(ErrorKind::type_error, "{} must be {}, got {}", p.name(), to_string(p.dtype()),
+                  to_string(t.dtype()));
+    throw_error(ErrorKind::invalid_argument, "{} must have rank {}, got {}", p.name(), p.ndim(),
+                to_string(t.shape()));
+  }
+
+  // The Error of failure `code`, worded as the reference evaluator words it.
+  [[noreturn]] void fail(std::int32_t code, const std::array<std::int64_t, 4>& info,
+                         std::span<const Tensor> inputs, std::span<const Tensor> outputs) const {
+    const ErrorSite& site = errors_.at(static_cast<std::size_t>(code - 1));
+    const auto tensor = [&](int b) -> const Tensor& {
+      const auto i = static_cast<std::size_t>(b);
+      return i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+    };
+    switch (site.form) {
+      case ErrorSite::Form::message:
+        throw Error(site.kind, site.text);
+      case ErrorSite::Form::input_dim: {
+        const Tensor& t = tensor(site.buffer);
+        const te::Tensor& p = ir_.buffers[static_cast<std::size_t>(site.buffer)].tensor;
+        const std::int64_t actual = t.shape()[static_cast<std::size_t>(site.dim)];
+        for (const KernelIR::Binding& b : ir_.bindings)
+          if (te::to_string(b.var) == site.text)
+            throw_error(site.kind, "{} {} has {} at dim {} but {} is {} (from {} dim {})", p.name(),
+                        to_string(t.shape()), actual, site.dim, site.text, info[0],
+                        ir_.buffers[static_cast<std::size_t>(b.buffer)].tensor.name(), b.dim);
+        for (const KernelIR::DimCheck& c : ir_.input_dims)
+          if (c.buffer == site.buffer && c.dim == site.dim && c.expected.kind() == te::ExprKind::int_imm)
+            throw_error(site.kind, "{} {} has {} at dim {}, expected {}", p.name(), to_string(t.shape()),
+                        actual, site.dim, info[0]);
+        throw_error(site.kind, "{} {} has {} at dim {} but {} is {}", p.name(), to_string(t.shape()),
+                    actual, site.dim, site.text, info[0]);
+      }
+      case ErrorSite::Form::output_dim: {
+        const Tensor& t = tensor(site.buffer);
+        throw_error(site.kind, "{}: output {} was allocated as {}, but its dim {} is {} ({})", ir_.name,
+                    ir_.buffers[static_cast<std::size_t>(site.buffer)].tensor.name(), to_string(t.shape()),
+                    site.dim, info[0], site.text);
+      }
+      case ErrorSite::Form::index:
+        throw_error(site.kind, "{}: index {} is out of range for axis {} of {} (extent {})", site.stage,
+                    info[0], site.dim, site.text, info[1]);
+    }
+    throw Error(site.kind, site.text);
+  }
+
+  KernelIR ir_;
+  std::vector<ErrorSite> errors_;
+  std::unique_ptr<JitCode> code_;
+  PrologueFn prologue_ = nullptr;
+  std::vector<StageFn> stages_;
+  std::size_t num_temps_ = 0;
+};
+
+}  // namespace
+
+std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> inputs,
+                          std::span<const te::Tensor> outputs) {
+  return to_string(lower_to_kernel_ir(name, inputs, outputs));
+}
+
+Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                               std::span<const te::Tensor> outputs) {
+  const auto start = std::chrono::steady_clock::now();
+  KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+  auto context = std::make_unique<llvm::LLVMContext>();
+  EmittedKernel emitted = emit_cpu_kernel(ir, *context, unique_symbol_prefix());
+  std::vector<std::string> symbols{emitted.prologue};
+  symbols.insert(symbols.end(), emitted.stages.begin(), emitted.stages.end());
+  std::unique_ptr<JitCode> code = jit_compile(std::move(context), std::move(emitted.module), symbols);
+  Ref<Kernel> kernel = make_ref<CpuKernel>(std::move(ir), std::move(emitted), std::move(code));
+  stats::count_kernel_compiled(
+      name, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count()));
+  return kernel;
+}
+
+}  // namespace nimble::codegen

@@ -1,0 +1,32 @@
+// Compute rules compiled to machine code for the host CPU: the JIT's kernels.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "nimble/runtime/kernel.hpp"
+#include "ops/compute.hpp"
+
+namespace nimble::codegen {
+
+/// Compiles the rule whose placeholders are `inputs` and whose results are
+/// `outputs` to a Kernel that takes one tensor per input and writes one per
+/// output (run_values flattens tuple inputs). A generic kernel: correct for
+/// every shape its placeholders admit; it checks the dims its inputs and
+/// outputs come with, and splits large stages across nimble's threads.
+/// Counts the compilation in the engine stats under `name`. Throws
+/// Error(not_supported) for a rule it cannot lower, Error(runtime_error)
+/// when LLVM fails.
+[[nodiscard]] Ref<Kernel> compile_cpu_kernel(const std::string& name,
+                                             std::span<const te::Tensor> inputs,
+                                             std::span<const te::Tensor> outputs);
+
+/// The kernel IR of that rule as text (for tests and debugging).
+[[nodiscard]] std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> inputs,
+                                        std::span<const te::Tensor> outputs);
+
+/// Adds the JIT ("jit", priority 0: before the reference kernels) to the
+/// process's KernelCache; idempotent.
+void register_jit_provider();
+
+}  // namespace nimble::codegen

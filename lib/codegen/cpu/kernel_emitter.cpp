@@ -1,0 +1,626 @@
+#include "codegen/cpu/kernel_emitter.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <unordered_map>
+
+#include "codegen/math.hpp"
+#include "support/check.hpp"
+
+namespace nimble::codegen {
+
+namespace {
+
+using te::BinaryOp;
+using te::Expr;
+using te::ExprKind;
+using te::UnaryOp;
+
+// How a dtype lives in registers: f16 and bf16 compute in f32, bool in i1.
+llvm::Type* compute_type(llvm::LLVMContext& c, DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return llvm::Type::getFloatTy(c);
+    case DType::f64: return llvm::Type::getDoubleTy(c);
+    case DType::i8: return llvm::Type::getInt8Ty(c);
+    case DType::i32: return llvm::Type::getInt32Ty(c);
+    case DType::i64: return llvm::Type::getInt64Ty(c);
+    case DType::boolean: return llvm::Type::getInt1Ty(c);
+  }
+  return nullptr;
+}
+
+// How a dtype lives in memory: bf16 as its 16 bits, bool as a byte.
+llvm::Type* memory_type(llvm::LLVMContext& c, DType dtype) {
+  switch (dtype) {
+    case DType::f16: return llvm::Type::getHalfTy(c);
+    case DType::bf16: return llvm::Type::getInt16Ty(c);
+    case DType::boolean: return llvm::Type::getInt8Ty(c);
+    default: return compute_type(c, dtype);
+  }
+}
+
+// Whether evaluating `e` may fault or fail when its select arm is not taken:
+// such an arm is computed under a branch, never speculated.
+bool has_side_conditions(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::int_imm:
+    case ExprKind::float_imm:
+    case ExprKind::var:
+      return false;
+    case ExprKind::load:
+    case ExprKind::reduce:
+      return true;
+    case ExprKind::unary:
+      return has_side_conditions(e.as<te::UnaryNode>()->a);
+    case ExprKind::binary: {
+      const auto* b = e.as<te::BinaryNode>();
+      return b->checked || has_side_conditions(b->a) || has_side_conditions(b->b);
+    }
+    case ExprKind::select: {
+      const auto* s = e.as<te::SelectNode>();
+      return has_side_conditions(s->cond) || has_side_conditions(s->a) || has_side_conditions(s->b);
+    }
+    case ExprKind::cast:
+      return has_side_conditions(e.as<te::CastNode>()->value);
+  }
+  return true;
+}
+
+// Shared by the functions of one kernel: the module, the error table, and
+// one alias scope per buffer (buffers never overlap, so loads of inputs may
+// move across stores to outputs and loops vectorize without runtime checks).
+struct ModuleState {
+  const KernelIR& kernel;
+  llvm::Module& module;
+  std::vector<ErrorSite>& errors;
+  std::vector<llvm::MDNode*> scope;    // per buffer: its scope list
+  std::vector<llvm::MDNode*> noalias;  // per buffer: every other buffer's scopes
+};
+
+class FunctionEmitter {
+ public:
+  FunctionEmitter(ModuleState& state, llvm::Function* fn)
+      : s_(state), c_(fn->getContext()), b_(c_), fn_(fn) {
+    i64_ = llvm::Type::getInt64Ty(c_);
+    ptr_ = llvm::PointerType::getUnqual(c_);
+    entry_ = llvm::BasicBlock::Create(c_, "entry", fn);
+    b_.SetInsertPoint(entry_);
+    auto arg = fn->arg_begin();
+    data_ = &*arg++;
+    dims_ = &*arg++;
+    info_ = &*arg++;
+    for (std::size_t k = 0; k < s_.kernel.buffers.size(); ++k)
+      base_.push_back(b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, data_, k),
+                                    fmt::format("{}.data", s_.kernel.buffers[k].tensor.name())));
+    for (const KernelIR::Binding& binding : s_.kernel.bindings)
+      vars_[binding.var.as<te::VarNode>()] = dim_of(binding.buffer, binding.dim);
+  }
+
+  llvm::IRBuilder<>& builder() { return b_; }
+  llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
+
+  llvm::Value* dim_of(int buffer, int d) {
+    llvm::Value* dims = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, dims_, static_cast<std::uint64_t>(buffer)));
+    return b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, dims, static_cast<std::uint64_t>(d)));
+  }
+
+  // Leaves the function with the code of `site` (and `info`) when `failed`.
+  void fail_if(llvm::Value* failed, ErrorSite site, std::span<llvm::Value* const> info) {
+    s_.errors.push_back(std::move(site));
+    const auto code = static_cast<std::int32_t>(s_.errors.size());
+    llvm::BasicBlock* error = llvm::BasicBlock::Create(c_, "error", fn_);
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(c_, "ok", fn_);
+    b_.CreateCondBr(failed, error, ok, llvm::MDBuilder(c_).createBranchWeights(1, 1 << 20));
+    b_.SetInsertPoint(error);
+    for (std::size_t k = 0; k < info.size(); ++k)
+      b_.CreateStore(b_.CreateSExtOrTrunc(info[k], i64_), b_.CreateConstInBoundsGEP1_64(i64_, info_, k));
+    b_.CreateRet(b_.getInt32(code));
+    b_.SetInsertPoint(ok);
+  }
+
+  // for (iv = begin; iv < end; ++iv) body(iv)
+  template <class Body>
+  void loop(llvm::Value* begin, llvm::Value* end, Body&& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "loop", fn_);
+    llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2);
+    iv->addIncoming(begin, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inside, exit);
+    b_.SetInsertPoint(inside);
+    body(iv);
+    llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  void stmt(const Stmt& s, llvm::Value* begin = nullptr, llvm::Value* end = nullptr) {
+    if (s.kind == Stmt::Kind::store) {
+      llvm::Value* index = expr(s.index);
+      llvm::Value* value = expr(s.value);
+      store(s.buffer, index, value);
+      return;
+    }
+    llvm::Value* lo = begin ? begin : b_.getInt64(0);
+    llvm::Value* hi = end ? end : expr(s.extent);
+    const te::VarNode* var = s.var.node();
+    loop(lo, hi, [&](llvm::Value* iv) {
+      vars_[var] = iv;
+      stmt(*s.body);
+    });
+    vars_.erase(var);
+  }
+
+  llvm::Value* expr(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::int_imm: {
+        llvm::Type* t = compute_type(c_, e.dtype());
+        return llvm::ConstantInt::get(t, static_cast<std::uint64_t>(e.as<te::IntImmNode>()->value), true);
+      }
+      case ExprKind::float_imm:
+        return llvm::ConstantFP::get(compute_type(c_, e.dtype()), e.as<te::FloatImmNode>()->value);
+      case ExprKind::var: {
+        const auto it = vars_.find(e.as<te::VarNode>());
+        NIMBLE_ASSERT(it != vars_.end(), "kernel emitter: a Var with no value");
+        return it->second;
+      }
+      case ExprKind::unary:
+        return unary(*e.as<te::UnaryNode>());
+      case ExprKind::binary:
+        return binary(*e.as<te::BinaryNode>());
+      case ExprKind::select:
+        return select(*e.as<te::SelectNode>());
+      case ExprKind::cast: {
+        const Expr& v = e.as<te::CastNode>()->value;
+        return cast(expr(v), v.dtype(), e.dtype());
+      }
+      case ExprKind::load:
+        return load(*e.as<te::LoadNode>());
+      case ExprKind::reduce:
+        return reduce(*e.as<te::ReduceNode>());
+    }
+    return nullptr;
+  }
+
+  std::string stage_name;  // for element errors
+
+ private:
+  llvm::Value* call(llvm::Intrinsic::ID id, std::initializer_list<llvm::Value*> args) {
+    return b_.CreateIntrinsic(id, {(*args.begin())->getType()}, args);
+  }
+
+  void annotate(llvm::Instruction* access, int buffer) {
+    access->setMetadata(llvm::LLVMContext::MD_alias_scope, s_.scope[static_cast<std::size_t>(buffer)]);
+    access->setMetadata(llvm::LLVMContext::MD_noalias, s_.noalias[static_cast<std::size_t>(buffer)]);
+  }
+
+  int buffer_of(const te::Tensor& t) const { return s_.kernel.buffer_of.at(t.get()); }
+
+  llvm::Value* element_ptr(int buffer, llvm::Value* index) {
+    const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor.dtype();
+    return b_.CreateInBoundsGEP(memory_type(c_, dtype), base_[static_cast<std::size_t>(buffer)], index);
+  }
+
+  void store(int buffer, llvm::Value* index, llvm::Value* value) {
+    const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor.dtype();
+    annotate(b_.CreateStore(to_memory(value, dtype), element_ptr(buffer, index)), buffer);
+  }
+
+  llvm::Value* to_memory(llvm::Value* v, DType dtype) {
+    switch (dtype) {
+      case DType::f16: return b_.CreateFPTrunc(v, llvm::Type::getHalfTy(c_));
+      case DType::bf16: return to_bf16_bits(v);
+      case DType::boolean: return b_.CreateZExt(v, b_.getInt8Ty());
+      default: return v;
+    }
+  }
+
+  llvm::Value* from_memory(llvm::Value* v, DType dtype) {
+    switch (dtype) {
+      case DType::f16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::bf16:
+        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+      case DType::boolean: return b_.CreateICmpNE(v, b_.getInt8(0));
+      default: return v;
+    }
+  }
+
+  // f32 → bf16 bits, rounding to nearest even; NaN stays a (quiet) NaN.
+  llvm::Value* to_bf16_bits(llvm::Value* f) {
+    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
+    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, 16), b_.getInt32(0x40));
+    llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded);
+    return b_.CreateTrunc(r, b_.getInt16Ty());
+  }
+
+  // A float computed for f16/bf16 rounded to the dtype (and back to f32).
+  llvm::Value* round_to(llvm::Value* f, DType dtype) {
+    if (dtype != DType::f16 && dtype != DType::bf16) return f;
+    return from_memory(to_memory(f, dtype), dtype);
+  }
+
+  llvm::Value* load(const te::LoadNode& l) {
+    const int buffer = buffer_of(l.tensor);
+    const te::Tensor& t = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor;
+    // Shapes come from the load's own tensor: a flat view has one dim.
+    const std::vector<Expr>& shape = l.tensor.shape();
+    llvm::Value* flat = nullptr;
+    for (std::size_t d = 0; d < l.indices.size(); ++d) {
+      llvm::Value* i = expr(l.indices[d]);
+      llvm::Value* extent = expr(shape[d]);
+      if (l.checked) {
+        llvm::Value* bad = b_.CreateOr(b_.CreateICmpSLT(i, b_.getInt64(0)), b_.CreateICmpSGE(i, extent));
+        llvm::Value* info[] = {i, extent};
+        fail_if(bad, {.form = ErrorSite::Form::index, .kind = ErrorKind::runtime_error,
+                      .text = l.tensor.name(), .stage = stage_name, .buffer = buffer, .dim = static_cast<int>(d)},
+                info);
+      }
+      flat = flat ? b_.CreateAdd(b_.CreateMul(flat, extent), i) : i;
+    }
+    if (!flat) flat = b_.getInt64(0);
+    llvm::LoadInst* v = b_.CreateLoad(memory_type(c_, t.dtype()), element_ptr(buffer, flat));
+    annotate(v, buffer);
+    return from_memory(v, t.dtype());
+  }
+
+  llvm::Value* unary(const te::UnaryNode& u) {
+    llvm::Value* x = expr(u.a);
+    const DType dtype = u.a.dtype();
+    if (!is_floating(dtype)) {
+      switch (u.op) {
+        case UnaryOp::neg: return b_.CreateNeg(x);
+        case UnaryOp::abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+        case UnaryOp::logical_not: return b_.CreateNot(x);
+        default: break;
+      }
+      NIMBLE_ASSERT(false, "a floating-point op on integers");
+    }
+    switch (u.op) {
+      case UnaryOp::neg: return b_.CreateFNeg(x);
+      case UnaryOp::abs: return call(llvm::Intrinsic::fabs, {x});
+      case UnaryOp::exp: return emit_exp(b_, x);
+      case UnaryOp::log: return emit_log(b_, x);
+      case UnaryOp::sqrt: return call(llvm::Intrinsic::sqrt, {x});
+      case UnaryOp::rsqrt: return emit_rsqrt(b_, x);
+      case UnaryOp::tanh: return emit_tanh(b_, x);
+      case UnaryOp::sigmoid: return emit_sigmoid(b_, x);
+      case UnaryOp::erf: return emit_erf(b_, x);
+      case UnaryOp::floor: return call(llvm::Intrinsic::floor, {x});
+      case UnaryOp::ceil: return call(llvm::Intrinsic::ceil, {x});
+      case UnaryOp::logical_not: break;
+    }
+    NIMBLE_ASSERT(false, "logical_not of a float");
+    return nullptr;
+  }
+
+  llvm::Value* binary(const te::BinaryNode& n) {
+    const DType dtype = n.a.dtype();
+    llvm::Value* a = expr(n.a);
+    llvm::Value* b = expr(n.b);
+    if (is_floating(dtype)) {
+      switch (n.op) {
+        case BinaryOp::add: return b_.CreateFAdd(a, b);
+        case BinaryOp::sub: return b_.CreateFSub(a, b);
+        case BinaryOp::mul: return b_.CreateFMul(a, b);
+        case BinaryOp::div: return b_.CreateFDiv(a, b);
+        case BinaryOp::rem: return emit_fmod(b_, a, b);
+        case BinaryOp::maximum: return call(llvm::Intrinsic::maximum, {a, b});
+        case BinaryOp::minimum: return call(llvm::Intrinsic::minimum, {a, b});
+        case BinaryOp::pow: return emit_pow(b_, a, b);
+        case BinaryOp::eq: return b_.CreateFCmpOEQ(a, b);
+        case BinaryOp::ne: return b_.CreateFCmpUNE(a, b);
+        case BinaryOp::lt: return b_.CreateFCmpOLT(a, b);
+        case BinaryOp::le: return b_.CreateFCmpOLE(a, b);
+        case BinaryOp::gt: return b_.CreateFCmpOGT(a, b);
+        case BinaryOp::ge: return b_.CreateFCmpOGE(a, b);
+        default: break;
+      }
+      NIMBLE_ASSERT(false, "an integer op on floats");
+    }
+    const bool is_bool = dtype == DType::boolean;
+    switch (n.op) {
+      case BinaryOp::add: return b_.CreateAdd(a, b);
+      case BinaryOp::sub: return b_.CreateSub(a, b);
+      case BinaryOp::mul: return b_.CreateMul(a, b);
+      case BinaryOp::div:
+      case BinaryOp::floordiv:
+      case BinaryOp::rem:
+      case BinaryOp::floormod: return divide(n, a, b);
+      case BinaryOp::maximum:
+        return b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, b);
+      case BinaryOp::minimum:
+        return b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, b);
+      case BinaryOp::pow: return int_pow(n, a, b);
+      case BinaryOp::eq: return b_.CreateICmpEQ(a, b);
+      case BinaryOp::ne: return b_.CreateICmpNE(a, b);
+      case BinaryOp::lt: return is_bool ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b);
+      case BinaryOp::le: return is_bool ? b_.CreateICmpULE(a, b) : b_.CreateICmpSLE(a, b);
+      case BinaryOp::gt: return is_bool ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b);
+      case BinaryOp::ge: return is_bool ? b_.CreateICmpUGE(a, b) : b_.CreateICmpSGE(a, b);
+      case BinaryOp::logical_and: return b_.CreateAnd(a, b);
+      case BinaryOp::logical_or: return b_.CreateOr(a, b);
+    }
+    return nullptr;
+  }
+
+  // Integer division and remainder that never trap: a zero divisor or
+  // INT_MIN / -1 divides by 1 instead (a checked op fails first).
+  llvm::Value* divide(const te::BinaryNode& n, llvm::Value* a, llvm::Value* b) {
+    auto* type = llvm::cast<llvm::IntegerType>(a->getType());
+    llvm::Value* zero = b_.CreateICmpEQ(b, llvm::ConstantInt::get(type, 0));
+    llvm::Value* overflow = b_.CreateAnd(
+        b_.CreateICmpEQ(a, llvm::ConstantInt::get(type, llvm::APInt::getSignedMinValue(type->getBitWidth()))),
+        b_.CreateICmpEQ(b, llvm::ConstantInt::getSigned(type, -1)));
+    const bool quotient = n.op == BinaryOp::div || n.op == BinaryOp::floordiv;
+    if (n.checked) {
+      fail_if(zero, {.text = fmt::format("{}: integer division by zero", stage_name)}, {});
+      if (quotient) fail_if(overflow, {.text = fmt::format("{}: integer overflow: INT_MIN / -1", stage_name)}, {});
+    }
+    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, overflow), llvm::ConstantInt::get(type, 1), b);
+    llvm::Value* q = b_.CreateSDiv(a, safe);
+    llvm::Value* r = b_.CreateSRem(a, safe);
+    // floor variants: adjust when the remainder's sign differs from the divisor's.
+    llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, llvm::ConstantInt::get(type, 0)),
+                                       b_.CreateICmpSLT(b_.CreateXor(r, safe), llvm::ConstantInt::get(type, 0)));
+    switch (n.op) {
+      case BinaryOp::div:
+        // INT_MIN / -1 wraps to INT_MIN, which is a / 1.
+        return q;
+      case BinaryOp::floordiv: return b_.CreateSub(q, b_.CreateZExt(adjust, type));
+      case BinaryOp::rem: return r;
+      default: return b_.CreateAdd(r, b_.CreateSelect(adjust, safe, llvm::ConstantInt::get(type, 0)));
+    }
+  }
+
+  // base^exponent by squaring, wrapping; a checked negative exponent fails.
+  llvm::Value* int_pow(const te::BinaryNode& n, llvm::Value* base, llvm::Value* exponent) {
+    llvm::Type* type = base->getType();
+    if (n.checked)
+      fail_if(b_.CreateICmpSLT(exponent, llvm::ConstantInt::get(type, 0)),
+              {.text = fmt::format("{}: negative exponent in integer power", stage_name)}, {});
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "pow", fn_);
+    llvm::BasicBlock* step = llvm::BasicBlock::Create(c_, "pow.step", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "pow.done", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* result = b_.CreatePHI(type, 2);
+    llvm::PHINode* x = b_.CreatePHI(type, 2);
+    llvm::PHINode* e = b_.CreatePHI(type, 2);
+    result->addIncoming(llvm::ConstantInt::get(type, 1), pre);
+    x->addIncoming(base, pre);
+    e->addIncoming(exponent, pre);
+    b_.CreateCondBr(b_.CreateICmpEQ(e, llvm::ConstantInt::get(type, 0)), done, step);
+    b_.SetInsertPoint(step);
+    llvm::Value* odd = b_.CreateTrunc(e, b_.getInt1Ty());
+    result->addIncoming(b_.CreateSelect(odd, b_.CreateMul(result, x), result), step);
+    x->addIncoming(b_.CreateMul(x, x), step);
+    e->addIncoming(b_.CreateLShr(e, 1), step);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(done);
+    return result;
+  }
+
+  llvm::Value* select(const te::SelectNode& s) {
+    llvm::Value* cond = expr(s.cond);
+    if (!has_side_conditions(s.a) && !has_side_conditions(s.b))
+      return b_.CreateSelect(cond, expr(s.a), expr(s.b));
+    // Lazy, as C's ?: — an arm may only be safe when it is picked.
+    llvm::BasicBlock* then_block = llvm::BasicBlock::Create(c_, "then", fn_);
+    llvm::BasicBlock* else_block = llvm::BasicBlock::Create(c_, "else", fn_);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(c_, "join", fn_);
+    b_.CreateCondBr(cond, then_block, else_block);
+    b_.SetInsertPoint(then_block);
+    llvm::Value* a = expr(s.a);
+    llvm::BasicBlock* a_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(else_block);
+    llvm::Value* b = expr(s.b);
+    llvm::BasicBlock* b_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(a->getType(), 2);
+    phi->addIncoming(a, a_end);
+    phi->addIncoming(b, b_end);
+    return phi;
+  }
+
+  // As the cast op converts (compute.hpp's CastNode).
+  llvm::Value* cast(llvm::Value* v, DType from, DType to) {
+    if (from == to) return v;
+    llvm::Type* target = compute_type(c_, to);
+    if (to == DType::boolean)
+      return is_floating(from) ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                               : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    if (is_floating(from) && is_floating(to))
+      return round_to(b_.CreateFPCast(v, target), to);
+    if (is_floating(from))  // saturating, NaN → 0
+      return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, v->getType()}, {v});
+    if (is_floating(to))
+      return round_to(from == DType::boolean ? b_.CreateUIToFP(v, target) : b_.CreateSIToFP(v, target), to);
+    return from == DType::boolean ? b_.CreateZExt(v, target) : b_.CreateSExtOrTrunc(v, target);
+  }
+
+  llvm::AllocaInst* local(llvm::Type* type) {
+    llvm::IRBuilder<> at_entry(entry_, entry_->begin());
+    return at_entry.CreateAlloca(type);
+  }
+
+  llvm::Value* reduce(const te::ReduceNode& r) {
+    const DType dtype = r.source.dtype();
+    const bool floating = is_floating(dtype);
+    const bool is_bool = dtype == DType::boolean;
+    llvm::Type* type = compute_type(c_, dtype);
+    llvm::AllocaInst* acc = local(type);
+    llvm::AllocaInst* best = r.reduce_kind == te::ReduceKind::argmax ? local(i64_) : nullptr;
+    b_.CreateStore(expr(r.init), acc);
+    if (best) b_.CreateStore(b_.getInt64(0), best);
+    std::vector<llvm::Value*> extents;
+    for (const te::IterVar& a : r.axes) extents.push_back(expr(a.extent));
+    llvm::Value* first_axis = nullptr;
+    const std::function<void(std::size_t)> nest = [&](std::size_t d) {
+      if (d == r.axes.size()) {
+        llvm::Value* v = expr(r.source);
+        llvm::Value* a = b_.CreateLoad(type, acc);
+        llvm::Value* next = nullptr;
+        switch (r.reduce_kind) {
+          case te::ReduceKind::sum:
+            if (floating) {
+              // Reassociable, so that the loop vectorizes with vector accumulators.
+              auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, v));
+              add->setHasAllowReassoc(true);
+              next = add;
+            } else {
+              next = b_.CreateAdd(a, v);
+            }
+            break;
+          case te::ReduceKind::max:
+            next = floating ? call(llvm::Intrinsic::maximum, {a, v})
+                            : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, v);
+            break;
+          case te::ReduceKind::min:
+            next = floating ? call(llvm::Intrinsic::minimum, {a, v})
+                            : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, v);
+            break;
+          case te::ReduceKind::argmax: {
+            // The first maximum; the first NaN counts as the maximum.
+            llvm::Value* better =
+                floating ? b_.CreateAnd(b_.CreateFCmpORD(a, a), b_.CreateOr(b_.CreateFCmpUNO(v, v), b_.CreateFCmpOLT(a, v)))
+                         : (is_bool ? b_.CreateICmpULT(a, v) : b_.CreateICmpSLT(a, v));
+            next = b_.CreateSelect(better, v, a);
+            b_.CreateStore(b_.CreateSelect(better, first_axis, b_.CreateLoad(i64_, best)), best);
+            break;
+          }
+        }
+        b_.CreateStore(next, acc);
+        return;
+      }
+      const te::VarNode* var = r.axes[d].var.node();
+      loop(b_.getInt64(0), extents[d], [&](llvm::Value* iv) {
+        vars_[var] = iv;
+        if (d == 0) first_axis = iv;
+        nest(d + 1);
+      });
+      vars_.erase(var);
+    };
+    nest(0);
+    return best ? static_cast<llvm::Value*>(b_.CreateLoad(i64_, best))
+                : static_cast<llvm::Value*>(b_.CreateLoad(type, acc));
+  }
+
+  ModuleState& s_;
+  llvm::LLVMContext& c_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_;
+  llvm::Type* i64_ = nullptr;
+  llvm::PointerType* ptr_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value* data_ = nullptr;
+  llvm::Value* dims_ = nullptr;
+  llvm::Value* info_ = nullptr;
+  std::vector<llvm::Value*> base_;
+  std::unordered_map<const te::VarNode*, llvm::Value*> vars_;
+};
+
+llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<llvm::Type*> params) {
+  llvm::LLVMContext& c = m.getContext();
+  auto* type = llvm::FunctionType::get(llvm::Type::getInt32Ty(c), params, false);
+  llvm::Function* f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i = 0; i < 4 && i < params.size(); ++i)
+    if (params[i]->isPointerTy()) f->addParamAttr(i, llvm::Attribute::NoAlias);
+  return f;
+}
+
+void emit_prologue(ModuleState& state, llvm::Function* fn) {
+  const KernelIR& k = state.kernel;
+  FunctionEmitter e(state, fn);
+  llvm::IRBuilder<>& b = e.builder();
+  for (const auto& check : k.input_dims) {
+    llvm::Value* actual = e.dim_of(check.buffer, check.dim);
+    llvm::Value* expected = e.expr(check.expected);
+    llvm::Value* info[] = {expected};
+    e.fail_if(b.CreateICmpNE(actual, expected),
+              {.form = ErrorSite::Form::input_dim, .kind = ErrorKind::invalid_argument,
+               .text = te::to_string(check.expected), .buffer = check.buffer, .dim = check.dim},
+              info);
+  }
+  // The rules' checks before the output dims, as the evaluator orders them:
+  // inputs that do not fit fail with the rule's message.
+  for (const KernelCheck& check : k.checks)
+    e.fail_if(b.CreateNot(e.expr(check.condition)), {.kind = check.kind, .text = check.message}, {});
+  for (const auto& check : k.output_dims) {
+    llvm::Value* expected = e.expr(check.expected);
+    llvm::Value* info[] = {expected};
+    e.fail_if(b.CreateICmpNE(e.dim_of(check.buffer, check.dim), expected),
+              {.form = ErrorSite::Form::output_dim, .kind = ErrorKind::runtime_error,
+               .text = te::to_string(check.expected), .buffer = check.buffer, .dim = check.dim},
+              info);
+  }
+  llvm::Value* sched = e.arg(3);
+  std::uint64_t slot = 0;
+  const auto put = [&](llvm::Value* v) {
+    b.CreateStore(v, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), sched, slot++));
+  };
+  for (const Stage& s : k.stages) {
+    put(e.expr(s.body->extent));
+    put(e.expr(s.work));
+  }
+  for (const Buffer& buffer : k.buffers)
+    if (buffer.role == Buffer::Role::temp) put(e.expr(te::product(buffer.tensor.shape())));
+  b.CreateRet(b.getInt32(0));
+}
+
+void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage) {
+  FunctionEmitter e(state, fn);
+  e.stage_name = stage.name;
+  e.stmt(*stage.body, e.arg(3), e.arg(4));
+  e.builder().CreateRet(e.builder().getInt32(0));
+}
+
+}  // namespace
+
+EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context,
+                              const std::string& symbol_prefix) {
+  EmittedKernel out;
+  out.module = std::make_unique<llvm::Module>(symbol_prefix, context);
+  llvm::Module& m = *out.module;
+  ModuleState state{kernel, m, out.errors, {}, {}};
+  llvm::MDBuilder md(context);
+  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(kernel.name);
+  std::vector<llvm::Metadata*> scopes;
+  for (std::size_t k = 0; k < kernel.buffers.size(); ++k) {
+    llvm::MDNode* scope = md.createAnonymousAliasScope(domain, kernel.buffers[k].tensor.name());
+    scopes.push_back(scope);
+    state.scope.push_back(llvm::MDNode::get(context, {scope}));
+  }
+  for (std::size_t k = 0; k < kernel.buffers.size(); ++k) {
+    std::vector<llvm::Metadata*> others;
+    for (std::size_t j = 0; j < scopes.size(); ++j)
+      if (j != k) others.push_back(scopes[j]);
+    state.noalias.push_back(llvm::MDNode::get(context, others));
+  }
+  llvm::Type* ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type* i64 = llvm::Type::getInt64Ty(context);
+  out.prologue = symbol_prefix + "_prologue";
+  emit_prologue(state, declare(m, out.prologue, {ptr, ptr, ptr, ptr}));
+  for (std::size_t s = 0; s < kernel.stages.size(); ++s) {
+    out.stages.push_back(fmt::format("{}_stage{}", symbol_prefix, s));
+    emit_stage(state, declare(m, out.stages.back(), {ptr, ptr, ptr, i64, i64}), kernel.stages[s]);
+  }
+  return out;
+}
+
+}  // namespace nimble::codegen

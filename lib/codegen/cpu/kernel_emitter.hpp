@@ -1,0 +1,62 @@
+// Kernel IR → LLVM IR for the host CPU. A kernel becomes one prologue and one
+// function per stage, all `extern "C"`-callable:
+//
+//   i32 <sym>_prologue(ptr data, ptr dims, ptr info, ptr sched)
+//   i32 <sym>_stage<k>(ptr data, ptr dims, ptr info, i64 begin, i64 end)
+//
+// data:  one pointer per buffer (inputs, outputs, then temporaries);
+// dims:  one `const i64*` per input and output buffer (its shape);
+// info:  four i64 a failure leaves its values in (an index, an extent ...);
+// sched: the prologue's results: per stage its outer extent and its work,
+//        then per temporary its element count (the caller allocates it).
+//
+// The prologue binds the shape Vars, checks the input and output dims and
+// the rules' Checks; stage k computes its buffer for outer iterations
+// [begin, end), so that the caller can split it across threads. Each returns
+// 0, or 1 + the index of the ErrorSite that failed. Nothing traps: integer
+// division by zero, INT_MIN / -1 and out-of-range data indices are tested.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_ir.hpp"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace nimble::codegen {
+
+/// What a failure code means; the caller formats the message (it has the
+/// tensors at hand for the shapes).
+struct ErrorSite {
+  enum class Form : std::uint8_t {
+    message,     ///< `text` as it is
+    input_dim,   ///< input `buffer` dim `dim` != info[0] (`text`: the expected expression)
+    output_dim,  ///< output `buffer` dim `dim` != info[0]
+    index,       ///< info[0] out of [0, info[1]) at axis `dim` of `text` (`stage`)
+  };
+  Form form = Form::message;
+  ErrorKind kind = ErrorKind::runtime_error;
+  std::string text;
+  std::string stage;
+  int buffer = -1;
+  int dim = -1;
+};
+
+struct EmittedKernel {
+  std::unique_ptr<llvm::Module> module;
+  std::string prologue;             ///< symbol names
+  std::vector<std::string> stages;  ///< one per KernelIR stage
+  std::vector<ErrorSite> errors;    ///< code k > 0 is errors[k - 1]
+};
+
+/// Emits `kernel` into a new module of `context`, its symbols prefixed with
+/// `symbol_prefix` (unique per process).
+[[nodiscard]] EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context,
+                                            const std::string& symbol_prefix);
+
+}  // namespace nimble::codegen

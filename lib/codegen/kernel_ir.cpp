@@ -1,0 +1,142 @@
+#include "codegen/kernel_ir.hpp"
+
+#include <fmt/format.h>
+
+#include "support/check.hpp"
+
+namespace nimble::codegen {
+
+StmtRef make_loop(te::Var var, te::Expr extent, ForKind kind, StmtRef body) {
+  NIMBLE_ASSERT(extent.defined() && extent.dtype() == DType::i64, "loop: an i64 extent");
+  auto s = std::make_shared<Stmt>();
+  s->kind = Stmt::Kind::loop;
+  s->var = std::move(var);
+  s->extent = std::move(extent);
+  s->for_kind = kind;
+  s->body = std::move(body);
+  return s;
+}
+
+StmtRef make_store(int buffer, te::Expr index, te::Expr value) {
+  NIMBLE_ASSERT(index.defined() && index.dtype() == DType::i64, "store: an i64 index");
+  auto s = std::make_shared<Stmt>();
+  s->kind = Stmt::Kind::store;
+  s->buffer = buffer;
+  s->index = std::move(index);
+  s->value = std::move(value);
+  return s;
+}
+
+te::Expr substitute(const te::Expr& expr,
+                    const std::unordered_map<const te::VarNode*, te::Expr>& map) {
+  using namespace te;
+  if (!expr.defined()) return expr;
+  switch (expr.kind()) {
+    case ExprKind::int_imm:
+    case ExprKind::float_imm:
+      return expr;
+    case ExprKind::var: {
+      const auto it = map.find(expr.as<VarNode>());
+      return it == map.end() ? expr : it->second;
+    }
+    case ExprKind::unary: {
+      const auto* u = expr.as<UnaryNode>();
+      return unary(u->op, substitute(u->a, map));
+    }
+    case ExprKind::binary: {
+      const auto* b = expr.as<BinaryNode>();
+      return binary(b->op, substitute(b->a, map), substitute(b->b, map), b->checked);
+    }
+    case ExprKind::select: {
+      const auto* s = expr.as<SelectNode>();
+      return select(substitute(s->cond, map), substitute(s->a, map), substitute(s->b, map));
+    }
+    case ExprKind::cast:
+      return cast(expr.dtype(), substitute(expr.as<CastNode>()->value, map));
+    case ExprKind::load: {
+      const auto* l = expr.as<LoadNode>();
+      std::vector<Expr> indices;
+      for (const Expr& i : l->indices) indices.push_back(substitute(i, map));
+      return l->checked ? checked_load(l->tensor, std::move(indices))
+                        : load(l->tensor, std::move(indices));
+    }
+    case ExprKind::reduce: {
+      const auto* r = expr.as<ReduceNode>();
+      std::vector<IterVar> axes;
+      for (const IterVar& a : r->axes) axes.push_back({a.var, substitute(a.extent, map)});
+      return reduce(r->reduce_kind, substitute(r->source, map), std::move(axes),
+                    substitute(r->init, map));
+    }
+  }
+  return expr;
+}
+
+namespace {
+
+std::string_view role_name(Buffer::Role role) {
+  switch (role) {
+    case Buffer::Role::input: return "in";
+    case Buffer::Role::output: return "out";
+    case Buffer::Role::temp: return "temp";
+  }
+  return "?";
+}
+
+std::string shape_string(const te::Tensor& t) {
+  std::string s = "[";
+  for (std::size_t d = 0; d < t.ndim(); ++d)
+    s += fmt::format("{}{}", d ? ", " : "", te::to_string(t.shape()[d]));
+  return s + "]";
+}
+
+std::string_view for_name(ForKind kind) {
+  switch (kind) {
+    case ForKind::serial: return "for";
+    case ForKind::parallel: return "parallel for";
+    case ForKind::vectorized: return "vectorized for";
+  }
+  return "for";
+}
+
+void print_stmt(const KernelIR& k, const Stmt& s, int depth, std::string& out) {
+  const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
+  if (s.kind == Stmt::Kind::loop) {
+    out += fmt::format("{}{} {} in [0, {}):\n", indent, for_name(s.for_kind), s.var.name(),
+                       te::to_string(s.extent));
+    print_stmt(k, *s.body, depth + 1, out);
+    return;
+  }
+  out += fmt::format("{}{}[{}] = {}\n", indent, k.buffers[static_cast<std::size_t>(s.buffer)].tensor.name(),
+                     te::to_string(s.index), te::to_string(s.value));
+}
+
+}  // namespace
+
+std::string to_string(const KernelIR& kernel) {
+  std::string out = fmt::format("kernel {}(", kernel.name);
+  for (std::size_t b = 0; b < kernel.buffers.size(); ++b) {
+    const Buffer& buf = kernel.buffers[b];
+    out += fmt::format("{}{} {}: {}{}", b ? ", " : "", role_name(buf.role), buf.tensor.name(),
+                       to_string(buf.tensor.dtype()), shape_string(buf.tensor));
+  }
+  out += ")\n";
+  const auto name_of = [&](int b) -> const std::string& {
+    return kernel.buffers[static_cast<std::size_t>(b)].tensor.name();
+  };
+  for (const auto& b : kernel.bindings)
+    out += fmt::format("  bind {} = {}.dim{}\n", te::to_string(b.var), name_of(b.buffer), b.dim);
+  for (const auto& c : kernel.input_dims)
+    out += fmt::format("  check {}.dim{} == {}\n", name_of(c.buffer), c.dim, te::to_string(c.expected));
+  for (const auto& c : kernel.output_dims)
+    out += fmt::format("  check {}.dim{} == {}\n", name_of(c.buffer), c.dim, te::to_string(c.expected));
+  for (const KernelCheck& c : kernel.checks)
+    out += fmt::format("  check {} else {} \"{}\"\n", te::to_string(c.condition), to_string(c.kind),
+                       c.message);
+  for (const Stage& s : kernel.stages) {
+    out += fmt::format("  stage {} (work {}):\n", s.name, te::to_string(s.work));
+    print_stmt(kernel, *s.body, 2, out);
+  }
+  return out;
+}
+
+}  // namespace nimble::codegen

@@ -1,0 +1,322 @@
+// Compute rules → kernel IR: decide which stages are inlined and which are
+// materialized, inline the injective ones, and build one loop nest per
+// materialized stage (see kernel_ir.hpp).
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "codegen/kernel_ir.hpp"
+#include "support/check.hpp"
+
+namespace nimble::codegen {
+
+namespace {
+
+using te::Expr;
+using te::ExprKind;
+
+// Calls `fn` on every load in `e` (also inside reduce sources and indices).
+template <class Fn>
+void for_each_load(const Expr& e, Fn&& fn) {
+  if (!e.defined()) return;
+  switch (e.kind()) {
+    case ExprKind::int_imm:
+    case ExprKind::float_imm:
+    case ExprKind::var:
+      return;
+    case ExprKind::unary:
+      for_each_load(e.as<te::UnaryNode>()->a, fn);
+      return;
+    case ExprKind::binary:
+      for_each_load(e.as<te::BinaryNode>()->a, fn);
+      for_each_load(e.as<te::BinaryNode>()->b, fn);
+      return;
+    case ExprKind::select:
+      for_each_load(e.as<te::SelectNode>()->cond, fn);
+      for_each_load(e.as<te::SelectNode>()->a, fn);
+      for_each_load(e.as<te::SelectNode>()->b, fn);
+      return;
+    case ExprKind::cast:
+      for_each_load(e.as<te::CastNode>()->value, fn);
+      return;
+    case ExprKind::load: {
+      const auto* l = e.as<te::LoadNode>();
+      fn(*l);
+      for (const Expr& i : l->indices) for_each_load(i, fn);
+      return;
+    }
+    case ExprKind::reduce: {
+      const auto* r = e.as<te::ReduceNode>();
+      for_each_load(r->source, fn);
+      for_each_load(r->init, fn);
+      for (const te::IterVar& a : r->axes) for_each_load(a.extent, fn);
+      return;
+    }
+  }
+}
+
+class Lowering {
+ public:
+  Lowering(std::string name, std::span<const te::Tensor> inputs, std::span<const te::Tensor> outputs) {
+    kernel_.name = std::move(name);
+    for (const te::Tensor& in : inputs) {
+      NIMBLE_ASSERT(in.is_placeholder(), "lower_to_kernel_ir: inputs are placeholders");
+      add_buffer(in, Buffer::Role::input);
+    }
+    kernel_.num_inputs = static_cast<int>(inputs.size());
+    // An output that is an input, or one listed twice, is a copy stage.
+    std::vector<te::Tensor> outs;
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      te::Tensor t = outputs[k];
+      bool repeated = false;
+      for (std::size_t j = 0; j < k; ++j) repeated = repeated || outputs[j].same_as(t);
+      if (t.is_placeholder() || repeated)
+        t = te::compute(t.shape(), fmt::format("{}_copy", t.name()),
+                        [&](std::span<const te::Var> i) { return t(te::as_indices(i)); });
+      outs.push_back(t);
+    }
+    outputs_ = outs;
+    for (const te::Tensor& t : te::stages(outs))
+      if (!t.is_placeholder()) stages_.push_back(t);
+    for (const te::Tensor& t : outs) materialized_.insert(t.get());
+    for (const te::Tensor& t : stages_) {
+      if (t->body.kind() == ExprKind::reduce) materialized_.insert(t.get());
+      for_each_load(t->body, [&](const te::LoadNode& l) {
+        if (l.checked && !l.tensor.is_placeholder()) materialized_.insert(l.tensor.get());
+      });
+    }
+  }
+
+  KernelIR run() {
+    bind_inputs();
+    // Output buffers first (they follow the inputs), then temporaries.
+    for (const te::Tensor& t : outputs_) buffer_for_stage(t, Buffer::Role::output);
+    kernel_.num_outputs = static_cast<int>(outputs_.size());
+    for (const te::Tensor& t : stages_)
+      if (materialized_.count(t.get()) != 0 && !is_output(t)) buffer_for_stage(t, Buffer::Role::temp);
+    for (const te::Tensor& t : outputs_) {
+      const int b = kernel_.buffer_of.at(t.get());
+      for (std::size_t d = 0; d < t.ndim(); ++d)
+        kernel_.output_dims.push_back({b, static_cast<int>(d), inline_expr(t.shape()[d])});
+    }
+    for (const te::Tensor& t : stages_) {
+      for (const te::Check& c : t->checks) {
+        Expr condition = inline_expr(c.condition);
+        for_each_load(condition, [&](const te::LoadNode& l) {
+          const int b = kernel_.buffer_of.at(l.tensor.get());
+          if (kernel_.buffers[static_cast<std::size_t>(b)].role != Buffer::Role::input)
+            throw_error(ErrorKind::not_supported,
+                        "not supported: a check of {} reads {}, which the kernel computes", t.name(),
+                        l.tensor.name());
+        });
+        kernel_.checks.push_back({std::move(condition), c.kind, fmt::format("{}: {}", t.name(), c.message)});
+      }
+    }
+    for (const te::Tensor& t : stages_)
+      if (materialized_.count(t.get()) != 0) lower_stage(t);
+    return std::move(kernel_);
+  }
+
+ private:
+  int add_buffer(const te::Tensor& placeholder, Buffer::Role role) {
+    const int index = static_cast<int>(kernel_.buffers.size());
+    kernel_.buffers.push_back({placeholder, role});
+    kernel_.buffer_of.emplace(placeholder.get(), index);
+    return index;
+  }
+
+  bool is_output(const te::Tensor& t) const {
+    for (const te::Tensor& o : outputs_)
+      if (o.same_as(t)) return true;
+    return false;
+  }
+
+  // A buffer for a materialized stage: a placeholder of its (inlined) shape,
+  // which the stage itself also maps to (loads of the stage read it).
+  void buffer_for_stage(const te::Tensor& t, Buffer::Role role) {
+    std::vector<Expr> shape;
+    for (const Expr& d : t.shape()) shape.push_back(inline_expr(d));
+    const int b = add_buffer(te::placeholder(t.name(), t.dtype(), std::move(shape)), role);
+    kernel_.buffer_of.emplace(t.get(), b);
+  }
+
+  void bind_inputs() {
+    std::unordered_set<const te::VarNode*> bound;
+    for (int b = 0; b < kernel_.num_inputs; ++b) {
+      const te::Tensor& p = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
+      for (std::size_t d = 0; d < p.ndim(); ++d) {
+        const Expr& dim = p.shape()[d];
+        if (const auto* var = dim.as<te::VarNode>(); var && bound.insert(var).second) {
+          kernel_.bindings.push_back({dim, b, static_cast<int>(d)});
+          continue;
+        }
+        kernel_.input_dims.push_back({b, static_cast<int>(d), dim});
+      }
+    }
+  }
+
+  // `e` with every load of an inlined stage replaced by the stage's body at
+  // the load's indices; loads of materialized stages read their buffers.
+  Expr inline_expr(const Expr& e) {
+    if (!e.defined()) return e;
+    switch (e.kind()) {
+      case ExprKind::int_imm:
+      case ExprKind::float_imm:
+      case ExprKind::var:
+        return e;
+      case ExprKind::unary: {
+        const auto* u = e.as<te::UnaryNode>();
+        return te::unary(u->op, inline_expr(u->a));
+      }
+      case ExprKind::binary: {
+        const auto* b = e.as<te::BinaryNode>();
+        return te::binary(b->op, inline_expr(b->a), inline_expr(b->b), b->checked);
+      }
+      case ExprKind::select: {
+        const auto* s = e.as<te::SelectNode>();
+        return te::select(inline_expr(s->cond), inline_expr(s->a), inline_expr(s->b));
+      }
+      case ExprKind::cast:
+        return te::cast(e.dtype(), inline_expr(e.as<te::CastNode>()->value));
+      case ExprKind::load: {
+        const auto* l = e.as<te::LoadNode>();
+        std::vector<Expr> indices;
+        for (const Expr& i : l->indices) indices.push_back(inline_expr(i));
+        const te::Tensor& t = l->tensor;
+        if (const auto it = kernel_.buffer_of.find(t.get()); it != kernel_.buffer_of.end()) {
+          const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(it->second)].tensor;
+          return l->checked ? te::checked_load(buffer, std::move(indices))
+                            : te::load(buffer, std::move(indices));
+        }
+        NIMBLE_ASSERT(!t.is_placeholder(), "a load of a placeholder that is no input");
+        NIMBLE_ASSERT(!l->checked, "a checked load of an inlined stage");
+        std::unordered_map<const te::VarNode*, Expr> at;
+        for (std::size_t d = 0; d < t->axes.size(); ++d) at.emplace(t->axes[d].node(), indices[d]);
+        return substitute(inlined_body(t), at);
+      }
+      case ExprKind::reduce: {
+        const auto* r = e.as<te::ReduceNode>();
+        std::vector<te::IterVar> axes;
+        for (const te::IterVar& a : r->axes) axes.push_back({a.var, inline_expr(a.extent)});
+        return te::reduce(r->reduce_kind, inline_expr(r->source), std::move(axes), inline_expr(r->init));
+      }
+    }
+    return e;
+  }
+
+  const Expr& inlined_body(const te::Tensor& t) {
+    auto it = inlined_.find(t.get());
+    if (it == inlined_.end()) it = inlined_.emplace(t.get(), inline_expr(t->body)).first;
+    return it->second;
+  }
+
+  // A 1-d view of buffer `b`, for flattened stages.
+  const te::Tensor& flat_view(int b) {
+    auto it = flat_views_.find(b);
+    if (it == flat_views_.end()) {
+      const te::Tensor& t = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
+      te::Tensor view = te::placeholder(fmt::format("{}_flat", t.name()), t.dtype(), {te::product(t.shape())});
+      kernel_.buffer_of.emplace(view.get(), b);
+      it = flat_views_.emplace(b, std::move(view)).first;
+    }
+    return it->second;
+  }
+
+  // Whether every load of `body` reads a whole buffer of `shape` at `axes`.
+  bool flattenable(const Expr& body, std::span<const te::Var> axes, std::span<const Expr> shape) {
+    if (axes.empty() || body.kind() == ExprKind::reduce) return false;
+    bool ok = true;
+    for_each_load(body, [&](const te::LoadNode& l) {
+      if (!ok) return;
+      const te::Tensor& t = l.tensor;
+      if (l.checked || t.ndim() != axes.size()) {
+        ok = false;
+        return;
+      }
+      for (std::size_t d = 0; d < axes.size(); ++d)
+        ok = ok && l.indices[d].same_as(axes[d]) && te::provably_equal(t.shape()[d], shape[d]);
+    });
+    return ok;
+  }
+
+  // `e` with every load (all of a flattenable body's) reading the flat view at `flat`.
+  Expr flatten_loads(const Expr& e, const Expr& flat) {
+    switch (e.kind()) {
+      case ExprKind::int_imm:
+      case ExprKind::float_imm:
+      case ExprKind::var:
+        return e;
+      case ExprKind::unary: {
+        const auto* u = e.as<te::UnaryNode>();
+        return te::unary(u->op, flatten_loads(u->a, flat));
+      }
+      case ExprKind::binary: {
+        const auto* b = e.as<te::BinaryNode>();
+        return te::binary(b->op, flatten_loads(b->a, flat), flatten_loads(b->b, flat), b->checked);
+      }
+      case ExprKind::select: {
+        const auto* s = e.as<te::SelectNode>();
+        return te::select(flatten_loads(s->cond, flat), flatten_loads(s->a, flat),
+                          flatten_loads(s->b, flat));
+      }
+      case ExprKind::cast:
+        return te::cast(e.dtype(), flatten_loads(e.as<te::CastNode>()->value, flat));
+      case ExprKind::load: {
+        const auto* l = e.as<te::LoadNode>();
+        return te::load(flat_view(kernel_.buffer_of.at(l->tensor.get())), {flat});
+      }
+      case ExprKind::reduce:
+        break;
+    }
+    NIMBLE_ASSERT(false, "flatten_loads: a reduce in a flattened stage");
+    return e;
+  }
+
+  void lower_stage(const te::Tensor& t) {
+    const int b = kernel_.buffer_of.at(t.get());
+    const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
+    const std::vector<Expr>& shape = buffer.shape();
+    Expr body = inline_expr(t->body);
+    Stage stage{.name = t.name(), .output = b, .body = nullptr, .work = te::product(shape)};
+    if (const auto* r = body.as<te::ReduceNode>()) {
+      std::vector<Expr> extents;
+      for (const te::IterVar& a : r->axes) extents.push_back(a.extent);
+      stage.work = stage.work * te::product(extents);
+    }
+    if (flattenable(body, t->axes, shape)) {
+      te::Var flat(fmt::format("{}_i", t.name()));
+      body = flatten_loads(body, flat);
+      stage.body = make_loop(flat, te::product(shape), ForKind::parallel, make_store(b, flat, body));
+    } else if (shape.empty()) {
+      // A scalar: one iteration of a loop, so every stage has an outer loop.
+      stage.body = make_loop(te::Var("_scalar"), 1, ForKind::parallel, make_store(b, 0, body));
+    } else {
+      const std::vector<Expr> index = te::as_indices(t->axes);
+      StmtRef nest = make_store(b, te::ravel(index, shape), body);
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        const ForKind kind = d == 0 ? ForKind::parallel
+                             : d + 1 == shape.size() ? ForKind::vectorized
+                                                     : ForKind::serial;
+        nest = make_loop(t->axes[d], shape[d], kind, std::move(nest));
+      }
+      stage.body = std::move(nest);
+    }
+    kernel_.stages.push_back(std::move(stage));
+  }
+
+  KernelIR kernel_;
+  std::vector<te::Tensor> outputs_;
+  std::vector<te::Tensor> stages_;  // compute stages, producers first
+  std::unordered_set<const te::TensorNode*> materialized_;
+  std::unordered_map<const te::TensorNode*, Expr> inlined_;
+  std::unordered_map<int, te::Tensor> flat_views_;
+};
+
+}  // namespace
+
+KernelIR lower_to_kernel_ir(std::string name, std::span<const te::Tensor> inputs,
+                            std::span<const te::Tensor> outputs) {
+  return Lowering(std::move(name), inputs, outputs).run();
+}
+
+}  // namespace nimble::codegen

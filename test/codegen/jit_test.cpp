@@ -1,0 +1,259 @@
+// The CPU JIT (lib/codegen): every op's compute rule compiled to machine code
+// and run against the op's reference kernel on random calls (dims of 0, 1,
+// primes and powers of two, Any and symbolic dims, NaN and infinities), the
+// transcendental expansions' error in ulps over the float range, the error
+// paths (checked loads and divisions, failed checks, dims that do not fit),
+// and the JIT as the VM's default kernel provider.
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/kernel_ir.hpp"
+#include "nimble/builder.hpp"
+#include "nimble/compile.hpp"
+#include "nimble/interpreter.hpp"
+#include "nimble/runtime/stats.hpp"
+#include "nimble/runtime/threading.hpp"
+#include "nimble/vm/virtual_machine.hpp"
+#include "ops/ops.hpp"
+#include "support/op_calls.hpp"
+#include "support/tensor_matchers.hpp"
+
+using namespace nimble;
+using namespace nimble::testing;
+
+namespace {
+
+std::vector<Tensor> run_compiled(const ir::OpDef& op, std::span<const te::Tensor> outputs,
+                                 std::span<const te::Tensor> placeholders,
+                                 std::span<const Tensor> values, std::span<const Tensor> expected) {
+  const Ref<Kernel> kernel = codegen::compile_cpu_kernel(std::string(op.name), placeholders, outputs);
+  std::vector<Tensor> results;
+  for (const Tensor& e : expected) results.push_back(Tensor::empty(e.shape(), e.dtype()));
+  INFO("kernel IR:\n" << codegen::cpu_kernel_ir(std::string(op.name), placeholders, outputs));
+  kernel->run(values, results);
+  return results;
+}
+
+/// The rule of `op` on placeholders of `types` (named after its arguments),
+/// compiled, run on `inputs` into outputs of `out_shapes`.
+std::vector<Tensor> run_op(const ir::OpDef& op, const std::vector<ir::Type>& types,
+                           const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                           const ir::Attrs& attrs = {}) {
+  te::SymbolTable symbols;
+  std::vector<te::Tensor> placeholders;
+  for (std::size_t i = 0; i < types.size(); ++i)
+    placeholders.push_back(te::placeholder_for(*types[i].as<ir::TensorTypeNode>(),
+                                               std::string(op.arg_names[i]), symbols));
+  const std::vector<te::Tensor> rule = op.compute(placeholders, attrs);
+  const Ref<Kernel> kernel = codegen::compile_cpu_kernel(std::string(op.name), placeholders, rule);
+  kernel->run(inputs, outputs);
+  return outputs;
+}
+
+
+// --- ulps --------------------------------------------------------------------------------
+
+// Floats ordered as integers: the distance in ulps between two finite floats.
+std::int64_t ordered(float x) {
+  const auto bits = std::bit_cast<std::int32_t>(x);
+  return bits < 0 ? std::int64_t{std::numeric_limits<std::int32_t>::min()} - bits : bits;
+}
+std::int64_t ordered(double x) {
+  const auto bits = std::bit_cast<std::int64_t>(x);
+  return bits < 0 ? std::numeric_limits<std::int64_t>::min() - bits : bits;
+}
+
+template <class T>
+double ulp_error(T actual, T expected) {
+  if (std::isnan(expected)) return std::isnan(actual) ? 0 : std::numeric_limits<double>::infinity();
+  if (std::isnan(actual)) return std::numeric_limits<double>::infinity();
+  if (std::isinf(expected) || std::isinf(actual))
+    return actual == expected ? 0 : std::numeric_limits<double>::infinity();
+  return std::fabs(static_cast<double>(ordered(actual) - ordered(expected)));
+}
+
+struct UlpCase {
+  const ir::OpDef* op;
+  double (*reference)(double);
+  double f32_bound;
+  double f64_bound;
+};
+
+double sigmoid_ref(double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
+double rsqrt_ref(double x) { return 1 / std::sqrt(x); }
+
+// Every 2^k-th f32 bit pattern (both signs, all exponents, NaN and ±inf
+// included) through op's JIT kernel; returns the worst error in ulps.
+template <class T>
+std::pair<double, T> worst_ulps(const UlpCase& c, std::int64_t count) {
+  std::vector<T> xs;
+  if constexpr (std::is_same_v<T, float>) {
+    const std::uint64_t step = (std::uint64_t{1} << 32) / static_cast<std::uint64_t>(count);
+    for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += step)
+      xs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+  } else {
+    std::mt19937_64 rng(7);
+    for (std::int64_t i = 0; i < count; ++i) xs.push_back(std::bit_cast<double>(rng()));
+    for (double x = -40; x <= 40; x += 0.001) xs.push_back(x);
+  }
+  const DType dtype = std::is_same_v<T, float> ? DType::f32 : DType::f64;
+  const auto n = static_cast<std::int64_t>(xs.size());
+  Tensor in = Tensor::from_data(Shape{n}, std::span<const T>(xs));
+  Tensor out = Tensor::empty(Shape{n}, dtype);
+  run_op(*c.op, {ir::tensor_type({ir::Any}, dtype)}, {in}, {out});
+  double worst = 0;
+  T at = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T x = xs[static_cast<std::size_t>(i)];
+    const auto expected = static_cast<T>(c.reference(static_cast<double>(x)));
+    const double e = ulp_error(out.data<T>()[i], expected);
+    if (e > worst) {
+      worst = e;
+      at = x;
+    }
+  }
+  return {worst, at};
+}
+
+}  // namespace
+
+TEST_CASE("jit: every op with a rule matches its reference kernel on random calls", "[jit]") {
+  const std::map<const ir::OpDef*, Generator> calls = generators();
+  Rng rng(20261130);
+  for (const ir::OpDef* op : ir::all_ops()) {
+    if (op->compute == nullptr) continue;
+    INFO("op " << op->name);
+    const auto it = calls.find(op);
+    REQUIRE(it != calls.end());
+    for (int trial = 0; trial < 12; ++trial) check_rule(*op, it->second(rng), rng, run_compiled, true);
+  }
+}
+
+TEST_CASE("jit: transcendentals stay within their ulp bounds over the float range", "[jit]") {
+  // f32: 2^22 bit patterns spread over all 2^32; f64: 2^20 random bit
+  // patterns plus a dense grid over [-40, 40]. The bounds are math.hpp's.
+  const UlpCase cases[] = {
+      {&ops::exp(), [](double x) { return std::exp(x); }, 2, 2},
+      {&ops::log(), [](double x) { return std::log(x); }, 2, 2},
+      {&ops::tanh(), [](double x) { return std::tanh(x); }, 3, 4},
+      {&ops::sigmoid(), sigmoid_ref, 3, 4},
+      {&ops::erf(), [](double x) { return std::erf(x); }, 3, 4},
+      {&ops::rsqrt(), rsqrt_ref, 1, 1},
+  };
+  for (const UlpCase& c : cases) {
+    INFO(c.op->name);
+    const auto [f32_worst, f32_at] = worst_ulps<float>(c, std::int64_t{1} << 22);
+    INFO("f32: " << f32_worst << " ulps at " << f32_at);
+    CHECK(f32_worst <= c.f32_bound);
+    const auto [f64_worst, f64_at] = worst_ulps<double>(c, std::int64_t{1} << 20);
+    INFO("f64: " << f64_worst << " ulps at " << f64_at);
+    CHECK(f64_worst <= c.f64_bound);
+  }
+}
+
+TEST_CASE("jit: checked loads and integer division fail with an Error, never a trap", "[jit]") {
+  // take: an index out of range.
+  const std::vector<ir::Type> take_types{f32({3, 2}), ir::tensor_type({2}, DType::i64)};
+  const Tensor data = from_values({3, 2}, DType::f32, {1, 2, 3, 4, 5, 6});
+  Tensor out = Tensor::empty({2, 2}, DType::f32);
+  CHECK_THAT(run_op(ops::take(), take_types, {data, i64s({2, 0})}, {out})[0],
+             IsCloseTo(from_values({2, 2}, DType::f32, {5, 6, 1, 2})));
+  CHECK_NIMBLE_ERROR(run_op(ops::take(), take_types, {data, i64s({1, 3})}, {out}),
+                     ErrorKind::runtime_error, "take: index 3 is out of range for axis 0 of data (extent 3)");
+  CHECK_NIMBLE_ERROR(run_op(ops::take(), take_types, {data, i64s({-1, 0})}, {out}),
+                     ErrorKind::runtime_error, "take: index -1 is out of range for axis 0 of data (extent 3)");
+
+  // Integer division by zero, INT_MIN / -1 and a negative exponent.
+  const std::vector<ir::Type> types{i32({3}), i32({3})};
+  const Tensor a = Tensor::from_data<std::int32_t>({3}, {7, -7, std::numeric_limits<std::int32_t>::min()});
+  Tensor q = Tensor::empty({3}, DType::i32);
+  CHECK_THAT(run_op(ops::div(), types, {a, Tensor::from_data<std::int32_t>({3}, {2, 2, -3})}, {q})[0],
+             IsCloseTo(Tensor::from_data<std::int32_t>({3}, {3, -3, 715827882})));
+  CHECK_NIMBLE_ERROR(run_op(ops::div(), types, {a, Tensor::from_data<std::int32_t>({3}, {1, 0, 1})}, {q}),
+                     ErrorKind::runtime_error, "div: integer division by zero");
+  CHECK_NIMBLE_ERROR(run_op(ops::div(), types, {a, Tensor::from_data<std::int32_t>({3}, {1, 1, -1})}, {q}),
+                     ErrorKind::runtime_error, "div: integer overflow: INT_MIN / -1");
+  CHECK_NIMBLE_ERROR(
+      run_op(ops::power(), types, {a, Tensor::from_data<std::int32_t>({3}, {2, -1, 0})}, {q}),
+      ErrorKind::runtime_error, "power: negative exponent in integer power");
+}
+
+TEST_CASE("jit: kernels check the dims and dtypes they are given", "[jit]") {
+  const ir::Dim n("n");
+  const std::vector<ir::Type> types{f32({n, 2}), f32({n, 2})};
+  const Tensor x = from_values({1, 2}, DType::f32, {1, 2});
+  const Tensor y = from_values({2, 2}, DType::f32, {1, 2, 3, 4});
+  Tensor out = Tensor::empty({1, 2}, DType::f32);
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, y}, {out}), ErrorKind::invalid_argument,
+                     "b [2, 2] has 2 at dim 0 but n is 1 (from a dim 0)");
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, from_values({1, 3}, DType::f32, {1, 2, 3})}, {out}),
+                     ErrorKind::invalid_argument, "b [1, 3] has 3 at dim 1, expected 2");
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, from_values({2}, DType::f32, {1, 2})}, {out}),
+                     ErrorKind::invalid_argument, "b must have rank 2, got [2]");
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, from_values({1, 2}, DType::f64, {1, 2})}, {out}),
+                     ErrorKind::type_error, "b must be f32, got f64");
+  Tensor wrong = Tensor::empty({3, 2}, DType::f32);
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, x}, {wrong}), ErrorKind::runtime_error,
+                     "sub: output sub was allocated as [3, 2], but its dim 0 is 1 (n)");
+  // A rule's check: Any dims that do not broadcast at run time.
+  const std::vector<ir::Type> any{f32({ir::Any, 3}), f32({ir::Any, 1})};
+  Tensor sum = Tensor::empty({2, 3}, DType::f32);
+  CHECK_NIMBLE_ERROR(run_op(ops::add(), any,
+                            {from_values({2, 3}, DType::f32, {1, 2, 3, 4, 5, 6}),
+                             from_values({3, 1}, DType::f32, {1, 2, 3})},
+                            {sum}),
+                     ErrorKind::invalid_argument, "add: a, b do not broadcast at dim 0");
+}
+
+TEST_CASE("jit: kernels are flat loops where they can be, and split across threads", "[jit]") {
+  te::SymbolTable symbols;
+  const ir::Type t = f32({ir::Dim("n"), 64});
+  const std::vector<te::Tensor> in{te::placeholder_for(*t.as<ir::TensorTypeNode>(), "a", symbols),
+                                   te::placeholder_for(*t.as<ir::TensorTypeNode>(), "b", symbols)};
+  const std::vector<te::Tensor> out = ops::add().compute(in, {});
+  const std::string ir = codegen::cpu_kernel_ir("add", in, out);
+  INFO(ir);
+  CHECK(ir.find("bind n = a.dim0") != std::string::npos);
+  CHECK(ir.find("check b.dim0 == n") != std::string::npos);
+  CHECK(ir.find("parallel for add_i in [0, (n * 64))") != std::string::npos);
+
+  // Large enough to split: the same result on 1 and on 2 threads.
+  const Ref<Kernel> kernel = codegen::compile_cpu_kernel("add", in, out);
+  Rng rng(3);
+  const Tensor a = random_tensor(rng, {4099, 64}, DType::f32);
+  const Tensor b = random_tensor(rng, {4099, 64}, DType::f32);
+  Tensor one = Tensor::empty({4099, 64}, DType::f32);
+  Tensor two = Tensor::empty({4099, 64}, DType::f32);
+  set_num_threads(1);
+  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{one});
+  set_num_threads(2);
+  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{two});
+  CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+}
+
+TEST_CASE("jit: the VM uses JIT kernels by default and counts their compilation", "[jit]") {
+  Builder b;
+  b.entry(b.def("f", {{"x", ir::tensor_type({ir::Any, 3}, DType::f32)}},
+                [&](Expr x) { return sigmoid(x * x + 1.0); }));
+  const ir::Module m = b.build();
+  KernelCache::global().clear();
+  reset_engine_stats();
+  vm::VirtualMachine machine(compile(m));
+  const Tensor x = from_values({2, 3}, DType::f32, {-2, -1, 0, 1, 2, 3});
+  const Value expected = evaluate(m, "f", {x});
+  CHECK_THAT(machine.invoke("f", {x}).tensor(), IsCloseTo(expected.tensor(), {.rtol = 1e-6, .atol = 1e-7}));
+  const EngineStats s = engine_stats();
+  CHECK(s.kernels_compiled >= 1);
+  CHECK(kernel_compile_log().size() == s.kernels_compiled);
+  for (const KernelCompileRecord& r : kernel_compile_log()) CHECK(r.ms > 0);
+  // A second VM finds them in the cache.
+  vm::VirtualMachine again(compile(m));
+  (void)again.invoke("f", {x});
+  CHECK(engine_stats().kernels_compiled == s.kernels_compiled);
+}
