@@ -1,10 +1,11 @@
 // The command line shared by the model examples:
-//   <model> [--reference] [--print-ir] [size ...]
+//   <model> [--reference] [--print-ir] [--profile] [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
 // of ../shared/workloads.md. The model runs on the bytecode VM;
 // --reference selects the reference interpreter instead; --print-ir prints
-// the typed IR first.
+// the typed IR first; --profile prints the VM's profile (time per primitive
+// function, count per instruction) after the runs.
 #pragma once
 
 #include <nimble/nimble.hpp>
@@ -41,6 +42,7 @@ inline void add_outputs(workloads::Checksum& c, const Value& v) {
 inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
   bool print_ir = false;
   bool reference = false;
+  bool profile = false;
   std::vector<std::int64_t> sizes;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reference") == 0) {
@@ -51,10 +53,14 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
       print_ir = true;
       continue;
     }
+    if (std::strcmp(argv[i], "--profile") == 0) {
+      profile = true;
+      continue;
+    }
     char* end = nullptr;
     const long long size = std::strtoll(argv[i], &end, 10);
     if (*end != '\0' || size <= 0) {
-      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [size ...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--profile] [size ...]\n", argv[0]);
       return 2;
     }
     sizes.push_back(size);
@@ -67,6 +73,7 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     if (print_ir) std::fputs(ir::print(module, {.show_types = true}).c_str(), stdout);
     std::optional<vm::VirtualMachine> machine;
     if (!reference) machine.emplace(compile(module));
+    if (machine && profile) machine->set_profiling(true);
     for (std::int64_t size : sizes) {
       const Value out = reference ? evaluate(module, entry.name(), spec.inputs(module, size))
                                   : machine->invoke(entry.name(), spec.inputs(module, size));
@@ -75,6 +82,7 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
       std::printf("%s\n", workloads::checksum_line(spec.workload, size, c).c_str());
       std::fflush(stdout);
     }
+    if (machine && profile) std::fputs(machine->profile().table().c_str(), stdout);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -1,13 +1,18 @@
 // The three models, built with the builder and run by the reference
-// interpreter, against the naive implementations of naive_models.hpp.
+// interpreter and by the VM with JIT-compiled kernels (the default engine),
+// against the naive implementations of naive_models.hpp.
 #include <catch2/catch.hpp>
+
+#include <array>
 
 #include "models/bert.hpp"
 #include "models/lstm.hpp"
 #include "models/naive_models.hpp"
 #include "models/tree_lstm.hpp"
 #include "models/workloads.hpp"
+#include "nimble/compile.hpp"
 #include "nimble/interpreter.hpp"
+#include "nimble/vm/virtual_machine.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
@@ -15,6 +20,13 @@ using nimble::testing::IsCloseTo;
 
 namespace {
 const Tolerance kModelTolerance{.rtol = 1e-4, .atol = 1e-5};
+
+// `entry` on `args` by both engines: the interpreter's result, then the VM's.
+std::array<Value, 2> run_both(const ir::Module& m, const std::string& entry,
+                              const std::vector<Value>& args) {
+  vm::VirtualMachine machine(compile(m));
+  return {evaluate(m, entry, args), machine.invoke(entry, args)};
+}
 
 Value tree_value(const workloads::TreeShape& t, const Adt& tree) {
   if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
@@ -30,9 +42,9 @@ TEST_CASE("W1: the LSTM matches a naive implementation", "[eval]") {
   for (std::int64_t length : {1, 3}) {
     std::vector<Value> args{workloads::w1_input(length)};
     args.insert(args.end(), w.begin(), w.end());
-    const Value out = evaluate(m, "lstm", args);
-    CHECK_THAT(out.tensor(), IsCloseTo(naive::lstm(workloads::w1_input(length), w),
-                                       kModelTolerance));
+    const Tensor expected = naive::lstm(workloads::w1_input(length), w);
+    for (const Value& out : run_both(m, "lstm", args))
+      CHECK_THAT(out.tensor(), IsCloseTo(expected, kModelTolerance));
   }
 }
 
@@ -47,10 +59,11 @@ TEST_CASE("W2: the Tree-LSTM matches a naive implementation", "[eval]") {
     const Tensor x = workloads::w2_leaves(n);
     std::vector<Value> args{tree_value(*shape, tree), x};
     args.insert(args.end(), w.begin(), w.end());
-    const Value out = evaluate(m, "tree_lstm", args);
     const auto [h, c] = naive::tree_lstm(*shape, x, w);
-    CHECK_THAT(out[0].tensor(), IsCloseTo(naive::to_tensor({h}, {150}), kModelTolerance));
-    CHECK_THAT(out[1].tensor(), IsCloseTo(naive::to_tensor({c}, {150}), kModelTolerance));
+    for (const Value& out : run_both(m, "tree_lstm", args)) {
+      CHECK_THAT(out[0].tensor(), IsCloseTo(naive::to_tensor({h}, {150}), kModelTolerance));
+      CHECK_THAT(out[1].tensor(), IsCloseTo(naive::to_tensor({c}, {150}), kModelTolerance));
+    }
   }
 }
 
@@ -64,6 +77,7 @@ TEST_CASE("W3: BERT layers match a naive implementation", "[eval]") {
   for (auto it = layers.rbegin(); it != layers.rend(); ++it)
     weights = list["Cons"].value({Value::tuple(std::vector<Value>(it->begin(), it->end())), weights});
   const Tensor x = workloads::w3_input(5);
-  const Value out = evaluate(m, "bert", {x, weights});
-  CHECK_THAT(out.tensor(), IsCloseTo(naive::bert(x, layers), kModelTolerance));
+  const Tensor expected = naive::bert(x, layers);
+  for (const Value& out : run_both(m, "bert", {x, weights}))
+    CHECK_THAT(out.tensor(), IsCloseTo(expected, kModelTolerance));
 }
