@@ -4,7 +4,12 @@
 //                     scalar registers; counter ns_per_instruction
 //   VM/alloc_tensor   AllocTensor of f32[16] in a storage allocated before the
 //                     loop; counter ns_per_call (the loop's own instructions
-//                     subtracted, as measured on the bare loop)
+//                     subtracted, as measured on the bare loop). The register
+//                     already holds that view from the last iteration, as in
+//                     a loop over planned memory
+//   VM/alloc_tensor_new  the same, alternating f32[16] and f32[8] in one
+//                     register, so that each AllocTensor makes a new view (as
+//                     with shapes that change); counter ns_per_call
 //   VM/alloc_storage  AllocStorage of 64 bytes from the warm pool + AllocTensor,
 //                     per iteration (what an op's output costs before memory
 //                     planning); counter ns_per_call (loop subtracted)
@@ -112,27 +117,40 @@ void BM_dispatch(benchmark::State& state) {
   state.counters["ns_per_instruction"] = seconds * 1e9 / (6.0 * kIterations + 4);
 }
 
-// `in_loop` allocates the storage in the loop too; else once before it.
-void alloc_bench(benchmark::State& state, bool in_loop) {
+enum class AllocBody {
+  tensor,          // AllocTensor f32[16]
+  two_tensors,     // AllocTensor f32[16], then f32[8] into the same register
+  storage_tensor,  // AllocStorage, then AllocTensor f32[16] in it
+};
+
+void alloc_bench(benchmark::State& state, AllocBody body) {
+  const bool in_loop = body == AllocBody::storage_tensor;
   const Instruction alloc_storage = ins(Opcode::AllocStorage, 6, 7, 64, encode_device(Device::cpu()),
                                         0, static_cast<std::uint8_t>(DType::f32));
-  const Instruction alloc_tensor =
+  const Instruction alloc_tensor =  // shape pool offset 0: [16]
       ins(Opcode::AllocTensor, 8, 6, 0, 0, 0, static_cast<std::uint8_t>(DType::f32));
-  ExecutableData d = in_loop ? loop_with({alloc_storage, alloc_tensor}, 4)
-                             : loop_with({alloc_tensor}, 4);
+  const Instruction alloc_other_tensor =  // shape pool offset 2: [8]
+      ins(Opcode::AllocTensor, 8, 6, 0, 2, 0, static_cast<std::uint8_t>(DType::f32));
+  std::vector<Instruction> instructions = {alloc_tensor};
+  if (body == AllocBody::two_tensors) instructions.push_back(alloc_other_tensor);
+  if (in_loop) instructions.insert(instructions.begin(), alloc_storage);
+  const auto calls = static_cast<double>(body == AllocBody::two_tensors ? 2 : 1);
+  ExecutableData d = loop_with(std::move(instructions), 4);
   // Before the loop (jumps are relative, so inserting there moves nothing):
   // r7 = 64 bytes, and the storage when it is not allocated in the loop.
   if (!in_loop) d.code.insert(d.code.begin(), alloc_storage);
   d.code.insert(d.code.begin(), ins(Opcode::LoadConsti, 7, 64, 0, 0, 0, kI64));
   d.functions[0].code_size = static_cast<std::uint32_t>(d.code.size());
-  d.shape_pool = {1, 16};
+  d.shape_pool = {1, 16, 1, 8};
   VirtualMachine machine(make(std::move(d)));
   const double seconds = run_loop(state, machine);
-  state.counters["ns_per_call"] = (seconds / kIterations - loop_seconds_per_iteration()) * 1e9;
+  state.counters["ns_per_call"] =
+      (seconds / kIterations - loop_seconds_per_iteration()) * 1e9 / calls;
 }
 
-void BM_alloc_tensor(benchmark::State& state) { alloc_bench(state, false); }
-void BM_alloc_storage(benchmark::State& state) { alloc_bench(state, true); }
+void BM_alloc_tensor(benchmark::State& state) { alloc_bench(state, AllocBody::tensor); }
+void BM_alloc_tensor_new(benchmark::State& state) { alloc_bench(state, AllocBody::two_tensors); }
+void BM_alloc_storage(benchmark::State& state) { alloc_bench(state, AllocBody::storage_tensor); }
 
 class EmptyKernel final : public Kernel {
  public:
@@ -168,6 +186,7 @@ void BM_invoke_packed(benchmark::State& state) {
 
 BENCHMARK(BM_dispatch)->Name("VM/dispatch")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_alloc_tensor)->Name("VM/alloc_tensor")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_alloc_tensor_new)->Name("VM/alloc_tensor_new")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_alloc_storage)->Name("VM/alloc_storage")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_invoke_packed)->Name("VM/invoke_packed")->UseManualTime()->Unit(benchmark::kMillisecond);
 

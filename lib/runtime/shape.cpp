@@ -14,32 +14,13 @@ Shape::Shape(std::initializer_list<std::int64_t> dims) {
 Shape::Shape(std::span<const std::int64_t> dims) { assign(dims); }
 
 // A copy of a valid shape needs no checks: copy the fields.
-Shape::Shape(const Shape& other) : rank_(other.rank_), numel_(other.numel_) {
-  std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
-  if (other.heap_) {
-    heap_ = std::make_unique<std::int64_t[]>(rank_);
-    std::copy(other.heap_.get(), other.heap_.get() + rank_, heap_.get());
-  }
-}
-
-Shape::Shape(Shape&& other) noexcept
-    : rank_(other.rank_), numel_(other.numel_), heap_(std::move(other.heap_)) {
-  std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
-  other.rank_ = 0;
-  other.numel_ = 1;
+void Shape::copy_heap(const Shape& other) {
+  heap_ = std::make_unique<std::int64_t[]>(rank_);
+  std::copy(other.heap_.get(), other.heap_.get() + rank_, heap_.get());
 }
 
 Shape& Shape::operator=(const Shape& other) {
   if (this != &other) *this = Shape(other);
-  return *this;
-}
-
-Shape& Shape::operator=(Shape&& other) noexcept {
-  if (this == &other) return *this;
-  rank_ = std::exchange(other.rank_, 0);
-  numel_ = std::exchange(other.numel_, 1);
-  heap_ = std::move(other.heap_);
-  std::copy(std::begin(other.inline_), std::end(other.inline_), inline_);
   return *this;
 }
 

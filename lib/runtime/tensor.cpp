@@ -42,7 +42,7 @@ std::size_t checked_nbytes(const Shape& shape, DType dtype) {
 
 }  // namespace
 
-Tensor::Tensor(Ref<Storage> storage, Shape shape, DType dtype, std::size_t byte_offset) noexcept
+Tensor::Tensor(Ref<Storage> storage, Shape&& shape, DType dtype, std::size_t byte_offset) noexcept
     : storage_(std::move(storage)),
       shape_(std::move(shape)),
       dtype_(dtype),

@@ -7,7 +7,10 @@
 // dtype) that the VM computes with itself: loop counters and shape arithmetic
 // never allocate. A scalar becomes a 0-d tensor only when it flows into a
 // kernel, an ADT or the host (and is then kept, so that happens once).
-// The loop is instantiated twice: with the profiler off it does nothing per
+// The loop keeps its hot state (the instruction pointer and the frame's
+// registers) in locals and runs the scalar and control-flow instructions
+// inline; everything that allocates or calls out is a member function.
+// It is instantiated twice: with the profiler off it does nothing per
 // instruction but dispatch.
 #include "nimble/vm/virtual_machine.hpp"
 
@@ -17,6 +20,8 @@
 #include <array>
 #include <chrono>
 #include <limits>
+#include <span>
+#include <type_traits>
 #include <utility>
 
 #include "nimble/runtime/kernel.hpp"
@@ -29,18 +34,87 @@ namespace nimble::vm {
 
 namespace {
 
-// A register: empty, a scalar the VM computes with, a tensor, a storage, or
-// any other value (tuple, ADT, closure). Tensors and storages are held
-// directly, without a Value node, so allocating and passing them to kernels
-// costs no heap allocation beyond the buffer itself.
+// A register. `kind` says which members are in use, and every other member
+// is null: so the hot paths (scalar moves, loop counters, branches) test
+// `kind` alone and never run Tensor, Value or Storage copies or destructors,
+// and copying or clearing a register touches only the member in use.
+// Tensors and storages are held directly, without a Value node, so
+// allocating and passing them to kernels costs no heap allocation beyond the
+// buffer itself.
 struct Reg {
-  enum class Kind : std::uint8_t { empty, scalar, tensor, value, storage };
+  // Ordered: kinds up to `scalar` hold no object.
+  enum class Kind : std::uint8_t {
+    empty,
+    scalar,        // i, dtype
+    boxed_scalar,  // i, dtype, and t: the same scalar as a 0-d tensor
+    tensor,        // t
+    value,         // v: a tuple, ADT or closure (a tensor value is held as `tensor`)
+    storage,       // s
+  };
   Kind kind = Kind::empty;
   DType dtype = DType::i64;  // scalar
   std::int64_t i = 0;        // scalar
-  Tensor t;                  // tensor; for a scalar, its 0-d tensor once materialized
-  Value v;                   // value
-  Ref<Storage> s;            // storage
+  Tensor t;
+  Value v;
+  Ref<Storage> s;
+
+  Reg() = default;
+  Reg(const Reg& other) { assign(other); }
+  Reg(Reg&& other) noexcept { assign(std::move(other)); }
+  Reg& operator=(const Reg& other) {
+    if (this != &other) assign(other);
+    return *this;
+  }
+  Reg& operator=(Reg&& other) noexcept {
+    if (this != &other) assign(std::move(other));
+    return *this;
+  }
+  ~Reg() = default;
+
+  [[nodiscard]] bool holds_object() const noexcept { return kind > Kind::scalar; }
+  [[nodiscard]] bool holds_tensor() const noexcept {
+    return kind == Kind::boxed_scalar || kind == Kind::tensor;
+  }
+  [[nodiscard]] bool is_scalar() const noexcept {
+    return kind == Kind::scalar || kind == Kind::boxed_scalar;
+  }
+
+  void clear() noexcept {
+    if (holds_object()) [[unlikely]]
+      drop_objects();
+    kind = Kind::empty;
+  }
+
+ private:
+  [[gnu::noinline]] void drop_objects() noexcept {
+    if (holds_tensor())
+      t = Tensor();
+    else if (kind == Kind::value)
+      v = Value();
+    else
+      s.reset();
+  }
+
+  // Copies or moves `other`'s member in use and drops this one's, if different.
+  template <class R>
+  void assign(R&& other) {
+    if (other.holds_tensor())
+      t = std::forward<R>(other).t;
+    else if (holds_tensor())
+      t = Tensor();
+    if (other.kind == Kind::value)
+      v = std::forward<R>(other).v;
+    else if (kind == Kind::value)
+      v = Value();
+    if (other.kind == Kind::storage)
+      s = std::forward<R>(other).s;
+    else if (kind == Kind::storage)
+      s.reset();
+    kind = other.kind;
+    dtype = other.dtype;
+    i = other.i;
+    if constexpr (!std::is_lvalue_reference_v<R>) other.kind = Kind::empty;
+  }
 };
 
 struct ClosureObject final : Object {
@@ -58,16 +132,22 @@ struct Frame {
 
 constexpr std::size_t kMaxFrames = std::size_t{1} << 22;
 
-// Wraps `x` to the width of integer dtype `t` (bool: 0 or 1).
-std::int64_t wrap(std::int64_t x, DType t) {
+[[gnu::noinline]] std::int64_t wrap_narrow(std::int64_t x, DType t) {
   switch (t) {
-    case DType::i64: return x;
     case DType::i32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(x));
     case DType::i8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(x));
     case DType::boolean: return x != 0;
     default: break;
   }
   throw_error(ErrorKind::type_error, "a VM scalar must be an integer or bool, got {}", to_string(t));
+}
+
+// Wraps `x` to the width of integer dtype `t` (bool: 0 or 1). Loop counters
+// and shape arithmetic are i64, which needs nothing.
+[[gnu::always_inline]] inline std::int64_t wrap(std::int64_t x, DType t) {
+  if (t == DType::i64) [[likely]]
+    return x;
+  return wrap_narrow(x, t);
 }
 
 Tensor scalar_tensor(std::int64_t x, DType t) {
@@ -84,7 +164,8 @@ Tensor scalar_tensor(std::int64_t x, DType t) {
 const char* kind_name(Reg::Kind k) {
   switch (k) {
     case Reg::Kind::empty: return "an empty register";
-    case Reg::Kind::scalar: return "a scalar";
+    case Reg::Kind::scalar:
+    case Reg::Kind::boxed_scalar: return "a scalar";
     case Reg::Kind::tensor: return "a tensor";
     case Reg::Kind::value: return "a value";
     case Reg::Kind::storage: return "a storage";
@@ -115,80 +196,74 @@ const char* kind_name(Reg::Kind k) {
                   to_string(t.dtype()));
   }
   if (t.rank() == 0) {
-    r.kind = Reg::Kind::scalar;
+    r.kind = Reg::Kind::boxed_scalar;
     r.i = x;
     r.dtype = t.dtype();
   }
   return x;
 }
 
-inline std::int64_t read_scalar(Reg& r) {
-  if (r.kind == Reg::Kind::scalar) [[likely]]
+[[gnu::always_inline]] inline std::int64_t read_scalar(Reg& r) {
+  if (r.is_scalar()) [[likely]]
     return r.i;
   return read_scalar_slow(r);
 }
 
-DType scalar_dtype(const Reg& r) { return r.kind == Reg::Kind::scalar ? r.dtype : r.t.dtype(); }
+DType scalar_dtype(const Reg& r) { return r.is_scalar() ? r.dtype : r.t.dtype(); }
 
-[[gnu::noinline]] void drop_objects(Reg& r) {
-  r.t = Tensor();
-  r.v = Value();
-  r.s.reset();
-}
-
-inline void set_scalar(Reg& r, std::int64_t x, DType t) {
+[[gnu::always_inline]] inline void set_scalar(Reg& r, std::int64_t x, DType t) {
+  r.clear();
   r.kind = Reg::Kind::scalar;
   r.i = x;
   r.dtype = t;
-  // The common case (a loop counter) holds no object to drop.
-  if (r.t.defined() || r.v.defined() || r.s) [[unlikely]]
-    drop_objects(r);
 }
 
-void set_tensor(Reg& r, Tensor t) {
-  r.kind = Reg::Kind::tensor;
-  r.t = std::move(t);
-  if (r.v.defined()) r.v = Value();
-  if (r.s) r.s.reset();
-}
-
-// dst = src; a scalar without a materialized tensor copies as two words.
-void copy_reg(Reg& dst, const Reg& src) {
-  if (src.kind == Reg::Kind::scalar && !src.t.defined()) {
-    set_scalar(dst, src.i, src.dtype);
+// dst = src; a scalar copies as two words when neither holds an object.
+[[gnu::always_inline]] inline void copy_reg(Reg& dst, const Reg& src) {
+  if (!src.holds_object() && !dst.holds_object()) [[likely]] {
+    dst.kind = src.kind;
+    dst.dtype = src.dtype;
+    dst.i = src.i;
     return;
   }
   dst = src;
 }
 
+void set_tensor(Reg& r, Tensor&& t) {
+  if (!r.holds_tensor()) r.clear();
+  r.t = std::move(t);
+  r.kind = Reg::Kind::tensor;
+}
+
 void set_value(Reg& r, Value v) {
   if (v.defined() && v.is_tensor()) {
-    set_tensor(r, v.tensor());
+    set_tensor(r, Tensor(v.tensor()));
     return;
   }
-  r.kind = Reg::Kind::value;
+  if (r.kind != Reg::Kind::value) r.clear();
   r.v = std::move(v);
-  if (r.t.defined()) r.t = Tensor();
-  if (r.s) r.s.reset();
+  r.kind = Reg::Kind::value;
+}
+
+void set_storage(Reg& r, Ref<Storage> s) {
+  if (r.kind != Reg::Kind::storage) r.clear();
+  r.s = std::move(s);
+  r.kind = Reg::Kind::storage;
 }
 
 const Tensor& tensor_of(Reg& r) {
-  switch (r.kind) {
-    case Reg::Kind::tensor: return r.t;
-    case Reg::Kind::scalar:
-      if (!r.t.defined()) r.t = scalar_tensor(r.i, r.dtype);
-      return r.t;
-    default: wrong_kind(r, "a tensor");
-  }
+  if (r.holds_tensor()) [[likely]]
+    return r.t;
+  if (r.kind != Reg::Kind::scalar) wrong_kind(r, "a tensor");
+  r.t = scalar_tensor(r.i, r.dtype);
+  r.kind = Reg::Kind::boxed_scalar;
+  return r.t;
 }
 
 Value value_of(Reg& r) {
-  switch (r.kind) {
-    case Reg::Kind::value: return r.v;
-    case Reg::Kind::tensor:
-    case Reg::Kind::scalar: return tensor_of(r);
-    default: wrong_kind(r, "a value");
-  }
+  if (r.kind == Reg::Kind::value) return r.v;
+  if (r.holds_tensor() || r.kind == Reg::Kind::scalar) return tensor_of(r);
+  wrong_kind(r, "a value");
 }
 
 const Value& object_of(const Reg& r) {
@@ -196,14 +271,48 @@ const Value& object_of(const Reg& r) {
   return r.v;
 }
 
-Shape shape_from(const Tensor& t) {
+// The dims of shape tensor `t` (i64[k], every dim >= 0), viewing its data.
+std::span<const std::int64_t> shape_dims(const Tensor& t) {
   if (t.dtype() != DType::i64 || t.rank() != 1)
     throw_error(ErrorKind::type_error, "a shape must be i64[k], got {}[{} dims]",
                 to_string(t.dtype()), t.rank());
-  const std::int64_t* dims = t.data<std::int64_t>();
-  for (std::int64_t k = 0; k < t.numel(); ++k)
-    if (dims[k] < 0) throw_error(ErrorKind::invalid_argument, "a shape has a negative dim {}", dims[k]);
-  return Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(t.numel())));
+  const std::span<const std::int64_t> dims = t.values<std::int64_t>();
+  for (std::int64_t dim : dims)
+    if (dim < 0) throw_error(ErrorKind::invalid_argument, "a shape has a negative dim {}", dim);
+  return dims;
+}
+
+Shape shape_from(const Tensor& t) { return Shape(shape_dims(t)); }
+
+// True when `r` holds exactly the view that AllocTensor would make.
+[[gnu::always_inline]] inline bool holds_view(const Reg& r, const Ref<Storage>& storage,
+                                              std::span<const std::int64_t> dims, DType dtype,
+                                              std::size_t byte_offset) {
+  if (r.kind != Reg::Kind::tensor || r.t.storage() != storage || r.t.dtype() != dtype ||
+      r.t.byte_offset() != byte_offset || r.t.rank() != dims.size())
+    return false;
+  for (std::size_t k = 0; k < dims.size(); ++k)
+    if (r.t.shape()[k] != dims[k]) return false;
+  return true;
+}
+
+[[gnu::noinline]] void make_view(Reg& dst, const Ref<Storage>& storage,
+                                 std::span<const std::int64_t> dims, DType dtype,
+                                 std::size_t byte_offset) {
+  // Made before `dst` changes: `storage` may be the register's own.
+  set_tensor(dst, Tensor::view_of(storage, Shape(dims), dtype, byte_offset));
+}
+
+// dst = a view of `storage` (AllocTensor, AllocTensorReg). A loop allocates
+// the same view into the same register on every iteration (memory planning
+// gives it the same storage and offset): then the register already holds an
+// equal tensor (a tensor has no identity beyond its fields), and it is kept,
+// with no reference count or shape traffic.
+[[gnu::always_inline]] inline void alloc_view(Reg& dst, const Ref<Storage>& storage,
+                                              std::span<const std::int64_t> dims, DType dtype,
+                                              std::size_t byte_offset) {
+  if (!holds_view(dst, storage, dims, dtype, byte_offset))
+    make_view(dst, storage, dims, dtype, byte_offset);
 }
 
 [[gnu::always_inline]] inline std::int64_t scalar_binary(ScalarOp op, std::int64_t x, std::int64_t y, DType t) {
@@ -256,9 +365,14 @@ struct VirtualMachine::Impl {
   std::string kernel_provider;            // empty: the first provider that serves a primitive
   std::vector<Reg> regs;
   std::vector<Frame> frames;
+  std::uint32_t base = 0;        // the current frame: its first register
+  std::uint32_t frame_size = 0;  // and its register count
   std::vector<Reg> call_args;  // scratch: arguments of a call being made
-  std::vector<Tensor> kernel_tensors;  // scratch: a kernel call's inputs
-  std::vector<Value> kernel_values;
+  // Scratch for a kernel call's arguments: emptied after each call (so they
+  // live no longer than the call; invoke() empties them when a call throws),
+  // with the capacity kept.
+  std::vector<Tensor> kernel_tensors;  // inputs
+  std::vector<Value> kernel_values;    // inputs, when one is a tuple or ADT
   std::vector<Tensor> kernel_outputs;
 
   bool profiling = false;
@@ -274,19 +388,21 @@ struct VirtualMachine::Impl {
     return regs.data();
   }
 
-  void clear_frame(std::uint32_t base, std::uint32_t count) {
+  void clear_frame() {
     Reg* r = regs.data() + base;
-    for (std::uint32_t k = 0; k < count; ++k) r[k] = Reg{};
+    for (std::uint32_t k = 0; k < frame_size; ++k) r[k].clear();
   }
 
-  // Enters function `func` with `call_args` as its first registers.
-  Reg* enter(std::uint32_t func, std::uint32_t base) {
+  // Makes function `func`, with `call_args` as its first registers, the
+  // current frame at register `at`; returns the index of its first instruction.
+  std::uint32_t enter(std::uint32_t func, std::uint32_t at) {
     const VMFunction& f = d->functions[func];
-    Reg* all = reserve_registers(std::size_t{base} + f.num_registers);
-    Reg* r = all + base;
+    Reg* r = reserve_registers(std::size_t{at} + f.num_registers) + at;
     for (std::size_t k = 0; k < call_args.size(); ++k) r[k] = std::move(call_args[k]);
     call_args.clear();
-    return r;
+    base = at;
+    frame_size = f.num_registers;
+    return f.code_begin;
   }
 
   void push_frame(Frame frame) {
@@ -301,10 +417,25 @@ struct VirtualMachine::Impl {
     for (std::uint32_t k = 0; k < count; ++k) call_args.push_back(r[list[k]]);
   }
 
+  void clear_kernel_args() noexcept {
+    kernel_tensors.clear();
+    kernel_values.clear();
+    kernel_outputs.clear();
+  }
+
   template <bool kProfile>
   Value run(std::uint32_t entry, std::vector<Value>& args);
 
+  // The handlers that do more than move a few words live out of line, so
+  // that the dispatch loop stays small enough for its hot state (ip, r) to
+  // stay in machine registers. Those that change frames return the index of
+  // the next instruction.
+  std::uint32_t call(const Instruction& in, std::uint32_t pc);
+  std::uint32_t tail_call(const Instruction& in);
+  std::uint32_t ret(const Instruction& in);
+  Value finish(const Instruction& in);
   void invoke_packed(const Instruction& in, Reg* r, std::uint32_t pc, bool timed);
+  void execute(const Instruction& in, Reg* r);
 };
 
 // Labels as values are a GNU extension (GCC and clang).
@@ -312,259 +443,284 @@ struct VirtualMachine::Impl {
 #pragma GCC diagnostic ignored "-Wpedantic"
 template <bool kProfile>
 Value VirtualMachine::Impl::run(std::uint32_t entry, std::vector<Value>& args) {
-  const Instruction* code = d->code.data();
-  const std::uint32_t* pool = d->arg_pool.data();
   frames.clear();
   for (Value& a : args) {
     call_args.emplace_back();
     set_value(call_args.back(), std::move(a));
   }
   push_frame({entry, 0, 0, 0});
-  Reg* r = enter(entry, 0);
-  std::uint32_t base = 0;
-  std::uint32_t frame_size = d->functions[entry].num_registers;
-  std::uint32_t pc = d->functions[entry].code_begin;
+  const Instruction* const code = d->code.data();
+  const Instruction* ip = code + enter(entry, 0);
+  Reg* r = regs.data();
+  const auto pc_of = [code](const Instruction* at) {
+    return static_cast<std::uint32_t>(at - code);
+  };
 
   // Threaded dispatch: each handler ends in its own indirect jump to the next
   // handler (GCC's labels as values), which the branch predictor learns per
   // opcode pair; a central switch jump mispredicts on almost every change.
-  static const void* const kHandlers[] = {
+  // The table is a local so that it is addressed off the stack pointer, not
+  // through the GOT of the shared library.
+  const void* const handlers[] = {
 #define NIMBLE_OPCODE(name, dst, a, b, c, d, aux) &&op_##name,
 #include "vm/opcodes.def"
 #undef NIMBLE_OPCODE
   };
-  const Instruction* ip;
-#define NIMBLE_NEXT()                                                                   \
-  do {                                                                                  \
-    ip = code + pc;                                                                     \
-    if constexpr (kProfile) ++opcode_counts[static_cast<std::size_t>(ip->opcode)];      \
-    goto* kHandlers[static_cast<std::size_t>(ip->opcode)];                              \
+  // Jumps to the handler of *ip; the profiler's one hook.
+#define NIMBLE_DISPATCH()                                                          \
+  do {                                                                             \
+    if constexpr (kProfile) ++opcode_counts[static_cast<std::size_t>(ip->opcode)]; \
+    goto* handlers[static_cast<std::size_t>(ip->opcode)];                          \
+  } while (false)
+#define NIMBLE_NEXT()  \
+  do {                 \
+    ++ip;              \
+    NIMBLE_DISPATCH(); \
   } while (false)
 #define NIMBLE_CASE(name) op_##name:
-  NIMBLE_NEXT();
-  {
-    {
-      NIMBLE_CASE(Move)
-        copy_reg(r[ip->dst], r[ip->a]);
-        ++pc;
-        NIMBLE_NEXT();
-      NIMBLE_CASE(Ret) {
-        Reg result = std::move(r[ip->a]);
-        clear_frame(base, frame_size);
-        const Frame done = frames.back();
-        frames.pop_back();
-        if (frames.empty()) return value_of(result);
-        const Frame& caller = frames.back();
-        base = caller.base;
-        frame_size = d->functions[caller.func].num_registers;
-        r = regs.data() + base;
-        r[done.dst] = std::move(result);
-        pc = done.return_pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(Invoke)
-      NIMBLE_CASE(InvokeClosure) {
-        std::uint32_t func = ip->a;
-        if (ip->opcode == Opcode::InvokeClosure) {
-          const auto* closure = static_cast<const ClosureObject*>(object_of(r[ip->a]).object().get());
-          func = closure->func;
-          call_args.insert(call_args.end(), closure->captured.begin(), closure->captured.end());
-        }
-        collect_args(r, ip->b, ip->c);
-        const std::uint32_t callee_base = base + frame_size;
-        push_frame({func, callee_base, pc + 1, ip->dst});
-        r = enter(func, callee_base);
-        base = callee_base;
-        frame_size = d->functions[func].num_registers;
-        pc = d->functions[func].code_begin;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(TailCall) {
-        collect_args(r, ip->b, ip->c);
-        clear_frame(base, frame_size);
-        frames.back().func = ip->a;
-        r = enter(ip->a, base);
-        frame_size = d->functions[ip->a].num_registers;
-        pc = d->functions[ip->a].code_begin;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(InvokePacked)
-        invoke_packed(*ip, r, pc, kProfile);
-        ++pc;
-        NIMBLE_NEXT();
-      NIMBLE_CASE(AllocStorage) {
-        const std::int64_t size = read_scalar(r[ip->a]);
-        if (size < 0) throw_error(ErrorKind::invalid_argument, "alloc_storage of {} bytes", size);
-        const std::optional<Device> device = decode_device(ip->c);
-        Reg& dst = r[ip->dst];
-        if (dst.t.defined()) dst.t = Tensor();
-        if (dst.v.defined()) dst.v = Value();
-        dst.kind = Reg::Kind::storage;
-        dst.s = Storage::allocate(static_cast<std::size_t>(size), *device);
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(AllocTensor)
-      NIMBLE_CASE(AllocTensorReg) {
-        if (r[ip->a].kind != Reg::Kind::storage) wrong_kind(r[ip->a], "a storage");
-        const Ref<Storage>& storage = r[ip->a].s;
-        Shape shape;
-        if (ip->opcode == Opcode::AllocTensor) {
-          const std::int64_t* s = d->shape_pool.data() + ip->c;
-          shape = Shape(std::span<const std::int64_t>(s + 1, static_cast<std::size_t>(s[0])));
-        } else {
-          shape = shape_from(tensor_of(r[ip->c]));
-        }
-        set_tensor(r[ip->dst],
-                   Tensor::view_of(storage, std::move(shape), static_cast<DType>(ip->aux), ip->b));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(AllocADT) {
-        std::vector<Value> fields;
-        fields.reserve(ip->c);
-        for (std::uint32_t k = 0; k < ip->c; ++k) fields.push_back(value_of(r[pool[ip->b + k]]));
-        set_value(r[ip->dst], ip->a == kTupleTag ? Value::tuple(std::move(fields))
-                                               : Value::adt(ip->a, std::move(fields)));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(AllocClosure) {
-        std::vector<Reg> captured;
-        captured.reserve(ip->c);
-        for (std::uint32_t k = 0; k < ip->c; ++k) captured.push_back(r[pool[ip->b + k]]);
-        set_value(r[ip->dst], Value::object(make_ref<ClosureObject>(ip->a, std::move(captured))));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(GetField) {
-        Value field = object_of(r[ip->a])[ip->b];
-        set_value(r[ip->dst], std::move(field));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(GetTag)
-        set_scalar(r[ip->dst], object_of(r[ip->a]).tag(), DType::i64);
-        ++pc;
-        NIMBLE_NEXT();
-      NIMBLE_CASE(If)
-        pc += static_cast<std::uint32_t>(jump_offset(read_scalar(r[ip->a]) != 0 ? ip->b : ip->c));
-        NIMBLE_NEXT();
-      NIMBLE_CASE(Goto)
-        pc += static_cast<std::uint32_t>(jump_offset(ip->a));
-        NIMBLE_NEXT();
-      NIMBLE_CASE(LoadConst)
-        set_value(r[ip->dst], constants[ip->a]);
-        ++pc;
-        NIMBLE_NEXT();
-      NIMBLE_CASE(LoadConsti) {
-        const auto bits = static_cast<std::int64_t>(std::uint64_t{ip->a} | (std::uint64_t{ip->b} << 32));
-        set_scalar(r[ip->dst], bits, static_cast<DType>(ip->aux));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(ShapeOf) {
-        const Tensor& t = tensor_of(r[ip->a]);
-        Tensor shape = Tensor::empty({static_cast<std::int64_t>(t.rank())}, DType::i64);
-        std::copy(t.shape().begin(), t.shape().end(), shape.data<std::int64_t>());
-        set_tensor(r[ip->dst], std::move(shape));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(ReshapeTensor) {
-        Tensor t = tensor_of(r[ip->a]).reshape(shape_from(tensor_of(r[ip->b])));
-        set_tensor(r[ip->dst], std::move(t));
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(DeviceCopy) {
-        if (ip->b != ip->c)
-          throw_error(ErrorKind::not_supported, "not supported: a copy between devices {} and {}",
-                      nimble::to_string(*decode_device(ip->b)), nimble::to_string(*decode_device(ip->c)));
-        r[ip->dst] = r[ip->a];
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(KillRegister)
-        r[ip->dst] = Reg{};
-        ++pc;
-        NIMBLE_NEXT();
-      NIMBLE_CASE(Fatal)
-        throw_error(ErrorKind::runtime_error, "{}", d->strings[ip->a]);
-      NIMBLE_CASE(ScalarBinary) {
-        const auto op = static_cast<ScalarOp>(ip->aux);
-        const DType t = scalar_dtype(r[ip->a]);
-        const std::int64_t x = scalar_binary(op, read_scalar(r[ip->a]), read_scalar(r[ip->b]), t);
-        set_scalar(r[ip->dst], x, yields_bool(op) ? DType::boolean : t);
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(ScalarUnary) {
-        const auto op = static_cast<ScalarOp>(ip->aux);
-        const DType t = scalar_dtype(r[ip->a]);
-        const std::int64_t x = read_scalar(r[ip->a]);
-        const std::int64_t y = op == ScalarOp::logical_not ? (x == 0)
-                               : op == ScalarOp::neg       ? wrap(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)), t)
-                                                           : wrap(x < 0 ? static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)) : x, t);
-        set_scalar(r[ip->dst], y, op == ScalarOp::logical_not ? DType::boolean : t);
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(TensorDim) {
-        const Tensor& t = tensor_of(r[ip->a]);
-        if (ip->b >= t.rank())
-          throw_error(ErrorKind::out_of_range, "dim {} of a rank-{} tensor", ip->b, t.rank());
-        set_scalar(r[ip->dst], t.shape()[ip->b], DType::i64);
-        ++pc;
-        NIMBLE_NEXT();
-      }
-      NIMBLE_CASE(StorageSize) {
-        const Shape shape = shape_from(tensor_of(r[ip->a]));
-        std::int64_t bytes = static_cast<std::int64_t>(dtype_size(static_cast<DType>(ip->aux)));
-        for (std::int64_t e : shape)
-          if (__builtin_mul_overflow(bytes, e, &bytes))
-            throw_error(ErrorKind::invalid_argument, "a tensor of shape {} is too large",
-                        to_string(shape));
-        set_scalar(r[ip->dst], bytes, DType::i64);
-        ++pc;
-        NIMBLE_NEXT();
-      }
-    }
+  NIMBLE_DISPATCH();
+  NIMBLE_CASE(Move)
+    copy_reg(r[ip->dst], r[ip->a]);
+    NIMBLE_NEXT();
+  NIMBLE_CASE(Ret)
+    if (frames.size() == 1) return finish(*ip);
+    ip = code + ret(*ip);
+    r = regs.data() + base;
+    NIMBLE_DISPATCH();
+  NIMBLE_CASE(Invoke)
+  NIMBLE_CASE(InvokeClosure)
+    ip = code + call(*ip, pc_of(ip));
+    r = regs.data() + base;
+    NIMBLE_DISPATCH();
+  NIMBLE_CASE(TailCall)
+    ip = code + tail_call(*ip);
+    r = regs.data() + base;
+    NIMBLE_DISPATCH();
+  NIMBLE_CASE(InvokePacked)
+    invoke_packed(*ip, r, pc_of(ip), kProfile);
+    NIMBLE_NEXT();
+  NIMBLE_CASE(AllocTensor) {
+    const std::int64_t* shape = d->shape_pool.data() + ip->c;
+    const std::span<const std::int64_t> dims(shape + 1, static_cast<std::size_t>(shape[0]));
+    const Reg& storage = r[ip->a];
+    if (storage.kind != Reg::Kind::storage) wrong_kind(storage, "a storage");
+    alloc_view(r[ip->dst], storage.s, dims, static_cast<DType>(ip->aux), ip->b);
+    NIMBLE_NEXT();
   }
+  NIMBLE_CASE(If)
+    ip += jump_offset(read_scalar(r[ip->a]) != 0 ? ip->b : ip->c);
+    NIMBLE_DISPATCH();
+  NIMBLE_CASE(Goto)
+    ip += jump_offset(ip->a);
+    NIMBLE_DISPATCH();
+  NIMBLE_CASE(LoadConsti) {
+    const auto bits =
+        static_cast<std::int64_t>(std::uint64_t{ip->a} | (std::uint64_t{ip->b} << 32));
+    set_scalar(r[ip->dst], bits, static_cast<DType>(ip->aux));
+    NIMBLE_NEXT();
+  }
+  NIMBLE_CASE(KillRegister)
+    r[ip->dst].clear();
+    NIMBLE_NEXT();
+  NIMBLE_CASE(ScalarBinary) {
+    const auto op = static_cast<ScalarOp>(ip->aux);
+    const DType t = scalar_dtype(r[ip->a]);
+    const std::int64_t x = scalar_binary(op, read_scalar(r[ip->a]), read_scalar(r[ip->b]), t);
+    set_scalar(r[ip->dst], x, yields_bool(op) ? DType::boolean : t);
+    NIMBLE_NEXT();
+  }
+  NIMBLE_CASE(ScalarUnary) {
+    const auto op = static_cast<ScalarOp>(ip->aux);
+    const DType t = scalar_dtype(r[ip->a]);
+    const std::int64_t x = read_scalar(r[ip->a]);
+    const std::int64_t y = op == ScalarOp::logical_not ? (x == 0)
+                           : op == ScalarOp::neg       ? wrap(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)), t)
+                                                       : wrap(x < 0 ? static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)) : x, t);
+    set_scalar(r[ip->dst], y, op == ScalarOp::logical_not ? DType::boolean : t);
+    NIMBLE_NEXT();
+  }
+  NIMBLE_CASE(TensorDim) {
+    const Tensor& t = tensor_of(r[ip->a]);
+    if (ip->b >= t.rank())
+      throw_error(ErrorKind::out_of_range, "dim {} of a rank-{} tensor", ip->b, t.rank());
+    set_scalar(r[ip->dst], t.shape()[ip->b], DType::i64);
+    NIMBLE_NEXT();
+  }
+  NIMBLE_CASE(AllocStorage)
+  NIMBLE_CASE(AllocTensorReg)
+  NIMBLE_CASE(AllocADT)
+  NIMBLE_CASE(AllocClosure)
+  NIMBLE_CASE(GetField)
+  NIMBLE_CASE(GetTag)
+  NIMBLE_CASE(LoadConst)
+  NIMBLE_CASE(ShapeOf)
+  NIMBLE_CASE(ReshapeTensor)
+  NIMBLE_CASE(DeviceCopy)
+  NIMBLE_CASE(StorageSize)
+  NIMBLE_CASE(Fatal)
+    execute(*ip, r);
+    NIMBLE_NEXT();
 }
 #pragma GCC diagnostic pop
 #undef NIMBLE_NEXT
+#undef NIMBLE_DISPATCH
 #undef NIMBLE_CASE
+
+std::uint32_t VirtualMachine::Impl::call(const Instruction& in, std::uint32_t pc) {
+  const Reg* r = regs.data() + base;
+  std::uint32_t func = in.a;
+  if (in.opcode == Opcode::InvokeClosure) {
+    const auto* closure = static_cast<const ClosureObject*>(object_of(r[in.a]).object().get());
+    func = closure->func;
+    call_args.insert(call_args.end(), closure->captured.begin(), closure->captured.end());
+  }
+  collect_args(r, in.b, in.c);
+  push_frame({func, base + frame_size, pc + 1, in.dst});
+  return enter(func, base + frame_size);
+}
+
+std::uint32_t VirtualMachine::Impl::tail_call(const Instruction& in) {
+  collect_args(regs.data() + base, in.b, in.c);
+  clear_frame();
+  frames.back().func = in.a;
+  return enter(in.a, base);
+}
+
+std::uint32_t VirtualMachine::Impl::ret(const Instruction& in) {
+  Reg result = std::move(regs[base + in.a]);
+  clear_frame();
+  const Frame done = frames.back();
+  frames.pop_back();
+  const Frame& caller = frames.back();
+  base = caller.base;
+  frame_size = d->functions[caller.func].num_registers;
+  regs[base + done.dst] = std::move(result);
+  return done.return_pc;
+}
+
+// Ret from the entry function.
+Value VirtualMachine::Impl::finish(const Instruction& in) {
+  Reg result = std::move(regs[base + in.a]);
+  clear_frame();
+  frames.pop_back();
+  return value_of(result);
+}
+
+void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
+  switch (in.opcode) {
+    case Opcode::AllocStorage: {
+      const std::int64_t size = read_scalar(r[in.a]);
+      if (size < 0) throw_error(ErrorKind::invalid_argument, "alloc_storage of {} bytes", size);
+      const std::optional<Device> device = decode_device(in.c);
+      set_storage(r[in.dst], Storage::allocate(static_cast<std::size_t>(size), *device));
+      return;
+    }
+    case Opcode::AllocTensorReg: {
+      const Reg& storage = r[in.a];
+      if (storage.kind != Reg::Kind::storage) wrong_kind(storage, "a storage");
+      alloc_view(r[in.dst], storage.s, shape_dims(tensor_of(r[in.c])), static_cast<DType>(in.aux),
+                 in.b);
+      return;
+    }
+    case Opcode::AllocADT: {
+      std::vector<Value> fields;
+      fields.reserve(in.c);
+      const std::uint32_t* list = d->arg_pool.data() + in.b;
+      for (std::uint32_t k = 0; k < in.c; ++k) fields.push_back(value_of(r[list[k]]));
+      set_value(r[in.dst], in.a == kTupleTag ? Value::tuple(std::move(fields))
+                                             : Value::adt(in.a, std::move(fields)));
+      return;
+    }
+    case Opcode::AllocClosure: {
+      std::vector<Reg> captured;
+      captured.reserve(in.c);
+      const std::uint32_t* list = d->arg_pool.data() + in.b;
+      for (std::uint32_t k = 0; k < in.c; ++k) captured.push_back(r[list[k]]);
+      set_value(r[in.dst], Value::object(make_ref<ClosureObject>(in.a, std::move(captured))));
+      return;
+    }
+    case Opcode::GetField: {
+      Value field = object_of(r[in.a])[in.b];
+      set_value(r[in.dst], std::move(field));
+      return;
+    }
+    case Opcode::GetTag:
+      set_scalar(r[in.dst], object_of(r[in.a]).tag(), DType::i64);
+      return;
+    case Opcode::LoadConst:
+      set_value(r[in.dst], constants[in.a]);
+      return;
+    case Opcode::ShapeOf: {
+      const Tensor& t = tensor_of(r[in.a]);
+      Tensor shape = Tensor::empty({static_cast<std::int64_t>(t.rank())}, DType::i64);
+      std::copy(t.shape().begin(), t.shape().end(), shape.data<std::int64_t>());
+      set_tensor(r[in.dst], std::move(shape));
+      return;
+    }
+    case Opcode::ReshapeTensor: {
+      Tensor t = tensor_of(r[in.a]).reshape(shape_from(tensor_of(r[in.b])));
+      set_tensor(r[in.dst], std::move(t));
+      return;
+    }
+    case Opcode::DeviceCopy:
+      if (in.b != in.c)
+        throw_error(ErrorKind::not_supported, "not supported: a copy between devices {} and {}",
+                    nimble::to_string(*decode_device(in.b)),
+                    nimble::to_string(*decode_device(in.c)));
+      r[in.dst] = r[in.a];
+      return;
+    case Opcode::StorageSize: {
+      const Shape shape = shape_from(tensor_of(r[in.a]));
+      std::int64_t bytes = static_cast<std::int64_t>(dtype_size(static_cast<DType>(in.aux)));
+      for (std::int64_t e : shape)
+        if (__builtin_mul_overflow(bytes, e, &bytes))
+          throw_error(ErrorKind::invalid_argument, "a tensor of shape {} is too large",
+                      to_string(shape));
+      set_scalar(r[in.dst], bytes, DType::i64);
+      return;
+    }
+    case Opcode::Fatal:
+      throw_error(ErrorKind::runtime_error, "{}", d->strings[in.a]);
+    default:
+      NIMBLE_ASSERT(false, "the dispatch loop runs this opcode itself");
+  }
+}
 
 void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uint32_t pc,
                                          bool timed) {
   const PrimitiveInfo& prim = d->primitives[in.a];
   Ref<Kernel>& kernel = site_kernels[pc];
-  if (!kernel) kernel = KernelCache::global().get(prim, kernel_provider);
+  if (!kernel) [[unlikely]]
+    kernel = KernelCache::global().get(prim, kernel_provider);
   ++launches;
   const std::uint32_t* list = d->arg_pool.data() + in.b;
   const std::uint32_t num_inputs = in.c - in.d;
-  bool tensors = true;
-  for (std::uint32_t k = 0; k < num_inputs; ++k)
-    tensors = tensors && r[list[k]].kind != Reg::Kind::value;
-  kernel_tensors.clear();
-  kernel_values.clear();
-  kernel_outputs.clear();
-  if (tensors) {
-    for (std::uint32_t k = 0; k < num_inputs; ++k) kernel_tensors.push_back(tensor_of(r[list[k]]));
-  } else {
+  // Inputs are tensors (or scalars, passed as 0-d tensors) unless one is a
+  // tuple or ADT (concatenate's tuple): then every input goes as a Value.
+  bool values = false;
+  for (std::uint32_t k = 0; k < num_inputs; ++k) {
+    Reg& input = r[list[k]];
+    if (input.kind == Reg::Kind::value) [[unlikely]] {
+      values = true;
+      break;
+    }
+    kernel_tensors.push_back(tensor_of(input));
+  }
+  if (values) {
+    kernel_tensors.clear();
     for (std::uint32_t k = 0; k < num_inputs; ++k) kernel_values.push_back(value_of(r[list[k]]));
   }
   for (std::uint32_t k = num_inputs; k < in.c; ++k) kernel_outputs.push_back(tensor_of(r[list[k]]));
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   try {
-    if (tensors)
-      kernel->run(kernel_tensors, kernel_outputs);
-    else
+    if (values)
       kernel->run_values(kernel_values, kernel_outputs);
+    else
+      kernel->run(kernel_tensors, kernel_outputs);
   } catch (Error& e) {
     throw e.with_context(prim.name);
   }
+  clear_kernel_args();
   if (timed) {
     primitive_calls[in.a] += 1;
     primitive_ns[in.a] += static_cast<std::uint64_t>(
@@ -606,7 +762,8 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
     // Leave the VM ready for the next call: drop every frame and register.
     impl_->frames.clear();
     impl_->call_args.clear();
-    std::fill(impl_->regs.begin(), impl_->regs.end(), Reg{});
+    impl_->clear_kernel_args();
+    for (Reg& reg : impl_->regs) reg.clear();
     throw;
   }
   stats::count_kernel_launches(std::exchange(impl_->launches, 0));

@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace nimble {
 
@@ -25,10 +27,29 @@ class Shape {
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(std::span<const std::int64_t> dims);
 
-  Shape(const Shape& other);
-  Shape(Shape&& other) noexcept;
+  // Copies and moves are inline: copying a Tensor (a kernel argument, a
+  // register the VM copies) is mostly copying its Shape, and a call into the
+  // library plus a memmove cost more than the inline dims themselves.
+  Shape(const Shape& other) : rank_(other.rank_), numel_(other.numel_) {
+    std::memcpy(inline_, other.inline_, sizeof inline_);
+    if (other.heap_) [[unlikely]]
+      copy_heap(other);
+  }
+  Shape(Shape&& other) noexcept
+      : rank_(std::exchange(other.rank_, 0)),
+        numel_(std::exchange(other.numel_, 1)),
+        heap_(std::move(other.heap_)) {
+    std::memcpy(inline_, other.inline_, sizeof inline_);
+  }
   Shape& operator=(const Shape& other);
-  Shape& operator=(Shape&& other) noexcept;
+  Shape& operator=(Shape&& other) noexcept {
+    if (this == &other) return *this;
+    rank_ = std::exchange(other.rank_, 0);
+    numel_ = std::exchange(other.numel_, 1);
+    heap_ = std::move(other.heap_);
+    std::memcpy(inline_, other.inline_, sizeof inline_);
+    return *this;
+  }
   ~Shape() = default;
 
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
@@ -47,6 +68,7 @@ class Shape {
 
  private:
   void assign(std::span<const std::int64_t> dims);
+  void copy_heap(const Shape& other);  // heap_ = a copy of other's dims
   [[nodiscard]] const std::int64_t* data() const noexcept {
     return heap_ ? heap_.get() : inline_;
   }

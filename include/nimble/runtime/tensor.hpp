@@ -134,7 +134,9 @@ class Tensor {
   void fill(double value);
 
  private:
-  Tensor(Ref<Storage> storage, Shape shape, DType dtype, std::size_t byte_offset) noexcept;
+  // Takes the shape by rvalue: every caller hands over one it made, and each
+  // Shape move copies its inline dims.
+  Tensor(Ref<Storage> storage, Shape&& shape, DType dtype, std::size_t byte_offset) noexcept;
   void check_access(DType requested, const char* accessor) const;
   [[nodiscard]] std::int64_t flat_index(std::initializer_list<std::int64_t> index) const;
   [[nodiscard]] void* raw_data_unchecked() const noexcept {
