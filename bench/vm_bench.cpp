@@ -154,7 +154,7 @@ void BM_alloc_storage(benchmark::State& state) { alloc_bench(state, AllocBody::s
 
 class EmptyKernel final : public Kernel {
  public:
-  void run(std::span<const Tensor>, std::span<const Tensor>) const override {}
+  void run(TensorRefs, TensorRefs) const override {}
 };
 
 class EmptyProvider final : public KernelProvider {

@@ -29,46 +29,11 @@ StmtRef make_store(int buffer, te::Expr index, te::Expr value) {
 
 te::Expr substitute(const te::Expr& expr,
                     const std::unordered_map<const te::VarNode*, te::Expr>& map) {
-  using namespace te;
-  if (!expr.defined()) return expr;
-  switch (expr.kind()) {
-    case ExprKind::int_imm:
-    case ExprKind::float_imm:
-      return expr;
-    case ExprKind::var: {
-      const auto it = map.find(expr.as<VarNode>());
-      return it == map.end() ? expr : it->second;
-    }
-    case ExprKind::unary: {
-      const auto* u = expr.as<UnaryNode>();
-      return unary(u->op, substitute(u->a, map));
-    }
-    case ExprKind::binary: {
-      const auto* b = expr.as<BinaryNode>();
-      return binary(b->op, substitute(b->a, map), substitute(b->b, map), b->checked);
-    }
-    case ExprKind::select: {
-      const auto* s = expr.as<SelectNode>();
-      return select(substitute(s->cond, map), substitute(s->a, map), substitute(s->b, map));
-    }
-    case ExprKind::cast:
-      return cast(expr.dtype(), substitute(expr.as<CastNode>()->value, map));
-    case ExprKind::load: {
-      const auto* l = expr.as<LoadNode>();
-      std::vector<Expr> indices;
-      for (const Expr& i : l->indices) indices.push_back(substitute(i, map));
-      return l->checked ? checked_load(l->tensor, std::move(indices))
-                        : load(l->tensor, std::move(indices));
-    }
-    case ExprKind::reduce: {
-      const auto* r = expr.as<ReduceNode>();
-      std::vector<IterVar> axes;
-      for (const IterVar& a : r->axes) axes.push_back({a.var, substitute(a.extent, map)});
-      return reduce(r->reduce_kind, substitute(r->source, map), std::move(axes),
-                    substitute(r->init, map));
-    }
+  if (const auto* v = expr.as<te::VarNode>()) {
+    const auto it = map.find(v);
+    return it == map.end() ? expr : it->second;
   }
-  return expr;
+  return te::map_children(expr, [&](const te::Expr& child) { return substitute(child, map); });
 }
 
 namespace {

@@ -19,40 +19,8 @@ using te::ExprKind;
 template <class Fn>
 void for_each_load(const Expr& e, Fn&& fn) {
   if (!e.defined()) return;
-  switch (e.kind()) {
-    case ExprKind::int_imm:
-    case ExprKind::float_imm:
-    case ExprKind::var:
-      return;
-    case ExprKind::unary:
-      for_each_load(e.as<te::UnaryNode>()->a, fn);
-      return;
-    case ExprKind::binary:
-      for_each_load(e.as<te::BinaryNode>()->a, fn);
-      for_each_load(e.as<te::BinaryNode>()->b, fn);
-      return;
-    case ExprKind::select:
-      for_each_load(e.as<te::SelectNode>()->cond, fn);
-      for_each_load(e.as<te::SelectNode>()->a, fn);
-      for_each_load(e.as<te::SelectNode>()->b, fn);
-      return;
-    case ExprKind::cast:
-      for_each_load(e.as<te::CastNode>()->value, fn);
-      return;
-    case ExprKind::load: {
-      const auto* l = e.as<te::LoadNode>();
-      fn(*l);
-      for (const Expr& i : l->indices) for_each_load(i, fn);
-      return;
-    }
-    case ExprKind::reduce: {
-      const auto* r = e.as<te::ReduceNode>();
-      for_each_load(r->source, fn);
-      for_each_load(r->init, fn);
-      for (const te::IterVar& a : r->axes) for_each_load(a.extent, fn);
-      return;
-    }
-  }
+  if (const auto* l = e.as<te::LoadNode>()) fn(*l);
+  te::for_each_child(e, [&](const Expr& child) { for_each_load(child, fn); });
 }
 
 class Lowering {
@@ -158,50 +126,20 @@ class Lowering {
   // `e` with every load of an inlined stage replaced by the stage's body at
   // the load's indices; loads of materialized stages read their buffers.
   Expr inline_expr(const Expr& e) {
-    if (!e.defined()) return e;
-    switch (e.kind()) {
-      case ExprKind::int_imm:
-      case ExprKind::float_imm:
-      case ExprKind::var:
-        return e;
-      case ExprKind::unary: {
-        const auto* u = e.as<te::UnaryNode>();
-        return te::unary(u->op, inline_expr(u->a));
-      }
-      case ExprKind::binary: {
-        const auto* b = e.as<te::BinaryNode>();
-        return te::binary(b->op, inline_expr(b->a), inline_expr(b->b), b->checked);
-      }
-      case ExprKind::select: {
-        const auto* s = e.as<te::SelectNode>();
-        return te::select(inline_expr(s->cond), inline_expr(s->a), inline_expr(s->b));
-      }
-      case ExprKind::cast:
-        return te::cast(e.dtype(), inline_expr(e.as<te::CastNode>()->value));
-      case ExprKind::load: {
-        const auto* l = e.as<te::LoadNode>();
-        std::vector<Expr> indices;
-        for (const Expr& i : l->indices) indices.push_back(inline_expr(i));
-        const te::Tensor& t = l->tensor;
-        if (const auto it = kernel_.buffer_of.find(t.get()); it != kernel_.buffer_of.end()) {
-          const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(it->second)].tensor;
-          return l->checked ? te::checked_load(buffer, std::move(indices))
-                            : te::load(buffer, std::move(indices));
-        }
-        NIMBLE_ASSERT(!t.is_placeholder(), "a load of a placeholder that is no input");
-        NIMBLE_ASSERT(!l->checked, "a checked load of an inlined stage");
-        std::unordered_map<const te::VarNode*, Expr> at;
-        for (std::size_t d = 0; d < t->axes.size(); ++d) at.emplace(t->axes[d].node(), indices[d]);
-        return substitute(inlined_body(t), at);
-      }
-      case ExprKind::reduce: {
-        const auto* r = e.as<te::ReduceNode>();
-        std::vector<te::IterVar> axes;
-        for (const te::IterVar& a : r->axes) axes.push_back({a.var, inline_expr(a.extent)});
-        return te::reduce(r->reduce_kind, inline_expr(r->source), std::move(axes), inline_expr(r->init));
-      }
+    const auto* l = e.as<te::LoadNode>();
+    if (l == nullptr) return te::map_children(e, [&](const Expr& child) { return inline_expr(child); });
+    std::vector<Expr> indices;
+    for (const Expr& i : l->indices) indices.push_back(inline_expr(i));
+    const te::Tensor& t = l->tensor;
+    if (const auto it = kernel_.buffer_of.find(t.get()); it != kernel_.buffer_of.end()) {
+      const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(it->second)].tensor;
+      return l->checked ? te::checked_load(buffer, std::move(indices)) : te::load(buffer, std::move(indices));
     }
-    return e;
+    NIMBLE_ASSERT(!t.is_placeholder(), "a load of a placeholder that is no input");
+    NIMBLE_ASSERT(!l->checked, "a checked load of an inlined stage");
+    std::unordered_map<const te::VarNode*, Expr> at;
+    for (std::size_t d = 0; d < t->axes.size(); ++d) at.emplace(t->axes[d].node(), indices[d]);
+    return substitute(inlined_body(t), at);
   }
 
   const Expr& inlined_body(const te::Tensor& t) {
@@ -241,36 +179,12 @@ class Lowering {
 
   // `e` with every load (all of a flattenable body's) reading the flat view at `flat`.
   Expr flatten_loads(const Expr& e, const Expr& flat) {
-    switch (e.kind()) {
-      case ExprKind::int_imm:
-      case ExprKind::float_imm:
-      case ExprKind::var:
-        return e;
-      case ExprKind::unary: {
-        const auto* u = e.as<te::UnaryNode>();
-        return te::unary(u->op, flatten_loads(u->a, flat));
-      }
-      case ExprKind::binary: {
-        const auto* b = e.as<te::BinaryNode>();
-        return te::binary(b->op, flatten_loads(b->a, flat), flatten_loads(b->b, flat), b->checked);
-      }
-      case ExprKind::select: {
-        const auto* s = e.as<te::SelectNode>();
-        return te::select(flatten_loads(s->cond, flat), flatten_loads(s->a, flat),
-                          flatten_loads(s->b, flat));
-      }
-      case ExprKind::cast:
-        return te::cast(e.dtype(), flatten_loads(e.as<te::CastNode>()->value, flat));
-      case ExprKind::load: {
-        const auto* l = e.as<te::LoadNode>();
-        return te::load(flat_view(kernel_.buffer_of.at(l->tensor.get())), {flat});
-      }
-      case ExprKind::reduce:
-        break;
-    }
-    NIMBLE_ASSERT(false, "flatten_loads: a reduce in a flattened stage");
-    return e;
+    NIMBLE_ASSERT(e.kind() != ExprKind::reduce, "flatten_loads: a reduce in a flattened stage");
+    if (const auto* l = e.as<te::LoadNode>())
+      return te::load(flat_view(kernel_.buffer_of.at(l->tensor.get())), {flat});
+    return te::map_children(e, [&](const Expr& child) { return flatten_loads(child, flat); });
   }
+
 
   void lower_stage(const te::Tensor& t) {
     const int b = kernel_.buffer_of.at(t.get());

@@ -23,14 +23,21 @@ void copy_into(const Tensor& result, const Tensor& out, std::string_view op) {
   std::memcpy(dst.raw_data(), result.raw_data(), result.nbytes());
 }
 
+std::vector<Value> as_values(Kernel::TensorRefs tensors) {
+  std::vector<Value> values;
+  values.reserve(tensors.size());
+  for (const Tensor* t : tensors) values.emplace_back(*t);
+  return values;
+}
+
 // An op's reference kernel, writing into the VM's outputs.
 class OpKernel final : public Kernel {
  public:
   OpKernel(const ir::OpDef& op, ir::Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
-  void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const override {
-    run_values(std::vector<Value>(inputs.begin(), inputs.end()), outputs);
+  void run(TensorRefs inputs, TensorRefs outputs) const override {
+    run_values(as_values(inputs), outputs);
   }
-  void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const override {
+  void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
     Value result;
     try {
       result = op_.reference(inputs, attrs_);
@@ -39,12 +46,12 @@ class OpKernel final : public Kernel {
     }
     if (result.is_tensor()) {
       NIMBLE_ASSERT(outputs.size() == 1, "one output for a tensor result");
-      copy_into(result.tensor(), outputs[0], op_.name);
+      copy_into(result.tensor(), *outputs[0], op_.name);
       return;
     }
     const std::span<const Value> fields = result.fields();
     NIMBLE_ASSERT(fields.size() == outputs.size(), "one output per tuple field");
-    for (std::size_t k = 0; k < fields.size(); ++k) copy_into(fields[k].tensor(), outputs[k], op_.name);
+    for (std::size_t k = 0; k < fields.size(); ++k) copy_into(fields[k].tensor(), *outputs[k], op_.name);
   }
 
  private:
@@ -56,15 +63,15 @@ class OpKernel final : public Kernel {
 class ShapeKernel final : public Kernel {
  public:
   ShapeKernel(const ir::OpDef& op, ir::Attrs attrs) : op_(op), attrs_(std::move(attrs)) {}
-  void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const override {
-    run_values(std::vector<Value>(inputs.begin(), inputs.end()), outputs);
+  void run(TensorRefs inputs, TensorRefs outputs) const override {
+    run_values(as_values(inputs), outputs);
   }
-  void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const override {
+  void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
     // output_shapes names the op in its errors itself.
     const std::vector<Shape> shapes = ops::output_shapes(op_, inputs, attrs_);
     NIMBLE_ASSERT(shapes.size() == outputs.size(), "one shape per result");
     for (std::size_t k = 0; k < shapes.size(); ++k) {
-      Tensor out = outputs[k];
+      Tensor out = *outputs[k];
       if (out.numel() != static_cast<std::int64_t>(shapes[k].rank()))
         throw_error(ErrorKind::runtime_error, "{}: the shape function gave rank {}, the type says {}",
                     op_.name, shapes[k].rank(), out.numel());

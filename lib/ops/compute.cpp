@@ -194,11 +194,8 @@ std::optional<std::int64_t> fold_ints(BinaryOp op, std::int64_t a, std::int64_t 
   }
 }
 
-template <class Fn>
-void for_each_child(const Expr& e, Fn&& fn);
+}  // namespace
 
-// Whether evaluating `e` may raise an error (a checked load or division):
-// such an operand is never folded away.
 bool may_fault(const Expr& e) {
   if (const auto* l = e.as<LoadNode>(); l && l->checked) return true;
   if (const auto* b = e.as<BinaryNode>(); b && b->checked) return true;
@@ -206,6 +203,8 @@ bool may_fault(const Expr& e) {
   for_each_child(e, [&](const Expr& child) { found = found || may_fault(child); });
   return found;
 }
+
+namespace {
 
 // Identities that keep one operand, or drop only operands that cannot fault.
 std::optional<Expr> fold_identity(BinaryOp op, const Expr& a, const Expr& b) {
@@ -262,42 +261,6 @@ std::optional<Expr> fold_identity(BinaryOp op, const Expr& a, const Expr& b) {
   return std::nullopt;
 }
 
-template <class Fn>
-void for_each_child(const Expr& e, Fn&& fn) {
-  switch (e.kind()) {
-    case ExprKind::int_imm:
-    case ExprKind::float_imm:
-    case ExprKind::var:
-      return;
-    case ExprKind::unary:
-      fn(e.as<UnaryNode>()->a);
-      return;
-    case ExprKind::binary:
-      fn(e.as<BinaryNode>()->a);
-      fn(e.as<BinaryNode>()->b);
-      return;
-    case ExprKind::select: {
-      const auto* s = e.as<SelectNode>();
-      fn(s->cond);
-      fn(s->a);
-      fn(s->b);
-      return;
-    }
-    case ExprKind::cast:
-      fn(e.as<CastNode>()->value);
-      return;
-    case ExprKind::load:
-      for (const Expr& i : e.as<LoadNode>()->indices) fn(i);
-      return;
-    case ExprKind::reduce: {
-      const auto* r = e.as<ReduceNode>();
-      for (const IterVar& axis : r->axes) fn(axis.extent);
-      fn(r->init);
-      fn(r->source);
-      return;
-    }
-  }
-}
 
 bool contains_reduce(const Expr& e) {
   if (e.kind() == ExprKind::reduce) return true;
@@ -475,6 +438,65 @@ Expr reduce(ReduceKind kind, Expr source, std::vector<IterVar> axes, Expr init) 
   const DType dtype = kind == ReduceKind::argmax ? DType::i64 : source.dtype();
   return Expr(
       make_ref<ReduceNode>(kind, std::move(source), std::move(axes), std::move(init), dtype));
+}
+
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& fn) {
+  if (!e.defined()) return e;
+  switch (e.kind()) {
+    case ExprKind::int_imm:
+    case ExprKind::float_imm:
+    case ExprKind::var:
+      return e;
+    case ExprKind::unary: {
+      const auto* u = e.as<UnaryNode>();
+      Expr a = fn(u->a);
+      return a.same_as(u->a) ? e : unary(u->op, std::move(a));
+    }
+    case ExprKind::binary: {
+      const auto* b = e.as<BinaryNode>();
+      Expr x = fn(b->a);
+      Expr y = fn(b->b);
+      return x.same_as(b->a) && y.same_as(b->b) ? e : binary(b->op, std::move(x), std::move(y), b->checked);
+    }
+    case ExprKind::select: {
+      const auto* s = e.as<SelectNode>();
+      Expr c = fn(s->cond);
+      Expr x = fn(s->a);
+      Expr y = fn(s->b);
+      return c.same_as(s->cond) && x.same_as(s->a) && y.same_as(s->b) ? e
+                                                                       : select(std::move(c), std::move(x), std::move(y));
+    }
+    case ExprKind::cast: {
+      const Expr& value = e.as<CastNode>()->value;
+      Expr v = fn(value);
+      return v.same_as(value) ? e : cast(e.dtype(), std::move(v));
+    }
+    case ExprKind::load: {
+      const auto* l = e.as<LoadNode>();
+      std::vector<Expr> indices;
+      bool same = true;
+      for (const Expr& i : l->indices) {
+        indices.push_back(fn(i));
+        same = same && indices.back().same_as(i);
+      }
+      if (same) return e;
+      return l->checked ? checked_load(l->tensor, std::move(indices)) : load(l->tensor, std::move(indices));
+    }
+    case ExprKind::reduce: {
+      const auto* r = e.as<ReduceNode>();
+      std::vector<IterVar> axes;
+      bool same = true;
+      for (const IterVar& a : r->axes) {
+        axes.push_back({a.var, fn(a.extent)});
+        same = same && axes.back().extent.same_as(a.extent);
+      }
+      Expr init = fn(r->init);
+      Expr source = fn(r->source);
+      if (same && init.same_as(r->init) && source.same_as(r->source)) return e;
+      return reduce(r->reduce_kind, std::move(source), std::move(axes), std::move(init));
+    }
+  }
+  return e;
 }
 
 Expr reduce_sum(Expr source, std::vector<IterVar> axes) {

@@ -542,6 +542,53 @@ class SymbolTable {
 /// outputs themselves come last among what they need.
 [[nodiscard]] std::vector<Tensor> stages(std::span<const Tensor> outputs);
 
+/// Calls `fn` on each operand of `e` (for a load, its indices; for a
+/// reduce, its axis extents, init and source); not recursively.
+template <class Fn>
+void for_each_child(const Expr& e, Fn&& fn) {
+  switch (e.kind()) {
+    case ExprKind::int_imm:
+    case ExprKind::float_imm:
+    case ExprKind::var:
+      return;
+    case ExprKind::unary:
+      fn(e.as<UnaryNode>()->a);
+      return;
+    case ExprKind::binary:
+      fn(e.as<BinaryNode>()->a);
+      fn(e.as<BinaryNode>()->b);
+      return;
+    case ExprKind::select: {
+      const auto* s = e.as<SelectNode>();
+      fn(s->cond);
+      fn(s->a);
+      fn(s->b);
+      return;
+    }
+    case ExprKind::cast:
+      fn(e.as<CastNode>()->value);
+      return;
+    case ExprKind::load:
+      for (const Expr& i : e.as<LoadNode>()->indices) fn(i);
+      return;
+    case ExprKind::reduce: {
+      const auto* r = e.as<ReduceNode>();
+      for (const IterVar& axis : r->axes) fn(axis.extent);
+      fn(r->init);
+      fn(r->source);
+      return;
+    }
+  }
+}
+
+/// `e` rebuilt with each operand replaced by `fn(operand)` (the operands of
+/// for_each_child); `e` itself when every operand comes back the same. The
+/// step of a rewrite: a pass handles the nodes it changes and maps the rest.
+[[nodiscard]] Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& fn);
+
+/// Whether evaluating `e` may raise an error (a checked load or division).
+[[nodiscard]] bool may_fault(const Expr& e);
+
 /// "((a[i0] * 2:f32) + b[i0])"; see compute.cpp for the notation.
 [[nodiscard]] std::string to_string(const Expr& expr);
 /// Every stage of `outputs`, one per line, producers first:

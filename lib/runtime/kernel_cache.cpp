@@ -14,8 +14,17 @@
 
 namespace nimble {
 
-void Kernel::run_values(std::span<const Value>, std::span<const Tensor>) const {
+void Kernel::run_values(std::span<const Value>, TensorRefs) const {
   throw_error(ErrorKind::not_supported, "not supported: this kernel takes tensors only");
+}
+
+void Kernel::run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const {
+  std::vector<const Tensor*> refs;
+  refs.reserve(inputs.size() + outputs.size());
+  for (const Tensor& t : inputs) refs.push_back(&t);
+  for (const Tensor& t : outputs) refs.push_back(&t);
+  const TensorRefs all(refs);
+  run(all.first(inputs.size()), all.subspan(inputs.size()));
 }
 
 std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept {

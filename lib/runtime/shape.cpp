@@ -15,14 +15,14 @@ Shape::Shape(std::span<const std::int64_t> dims) { assign(dims); }
 
 // A copy of a valid shape needs no checks: copy the fields.
 void Shape::copy_heap(const Shape& other) {
+  if (!other.heap_) {
+    heap_.reset();
+    return;
+  }
   heap_ = std::make_unique<std::int64_t[]>(rank_);
   std::copy(other.heap_.get(), other.heap_.get() + rank_, heap_.get());
 }
 
-Shape& Shape::operator=(const Shape& other) {
-  if (this != &other) *this = Shape(other);
-  return *this;
-}
 
 void Shape::assign(std::span<const std::int64_t> dims) {
   std::int64_t numel = 1;

@@ -235,6 +235,13 @@ void set_tensor(Reg& r, Tensor&& t) {
   r.kind = Reg::Kind::tensor;
 }
 
+// dst = a copy of `t` (one reference count; no Value in between).
+void copy_tensor(Reg& r, const Tensor& t) {
+  if (!r.holds_tensor()) r.clear();
+  r.t = t;
+  r.kind = Reg::Kind::tensor;
+}
+
 void set_value(Reg& r, Value v) {
   if (v.defined() && v.is_tensor()) {
     set_tensor(r, Tensor(v.tensor()));
@@ -352,7 +359,6 @@ bool yields_bool(ScalarOp op) {
 
 struct VirtualMachine::Impl {
   explicit Impl(Executable e) : exe(std::move(e)), d(&exe.data()) {
-    for (const Tensor& c : d->constants) constants.emplace_back(c);
     site_kernels.resize(d->code.size());
     primitive_calls.resize(d->primitives.size());
     primitive_ns.resize(d->primitives.size());
@@ -360,7 +366,6 @@ struct VirtualMachine::Impl {
 
   Executable exe;
   const ExecutableData* d;
-  std::vector<Value> constants;
   std::vector<Ref<Kernel>> site_kernels;  // per InvokePacked instruction: the kernel it used
   std::string kernel_provider;            // empty: the first provider that serves a primitive
   std::vector<Reg> regs;
@@ -368,12 +373,13 @@ struct VirtualMachine::Impl {
   std::uint32_t base = 0;        // the current frame: its first register
   std::uint32_t frame_size = 0;  // and its register count
   std::vector<Reg> call_args;  // scratch: arguments of a call being made
-  // Scratch for a kernel call's arguments: emptied after each call (so they
-  // live no longer than the call; invoke() empties them when a call throws),
-  // with the capacity kept.
-  std::vector<Tensor> kernel_tensors;  // inputs
-  std::vector<Value> kernel_values;    // inputs, when one is a tuple or ADT
-  std::vector<Tensor> kernel_outputs;
+  // Scratch for a kernel call's arguments: the addresses of its inputs' and
+  // outputs' tensors in their registers (so passing a tensor costs no
+  // reference count), and its inputs as Values when one is a tuple or ADT.
+  // Emptied after each call (so they live no longer than the call; invoke()
+  // empties them when a call throws), with the capacity kept.
+  std::vector<const Tensor*> kernel_args;
+  std::vector<Value> kernel_values;
 
   bool profiling = false;
   std::array<std::uint64_t, kNumOpcodes> opcode_counts{};
@@ -418,9 +424,8 @@ struct VirtualMachine::Impl {
   }
 
   void clear_kernel_args() noexcept {
-    kernel_tensors.clear();
+    kernel_args.clear();
     kernel_values.clear();
-    kernel_outputs.clear();
   }
 
   template <bool kProfile>
@@ -648,7 +653,7 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
       set_scalar(r[in.dst], object_of(r[in.a]).tag(), DType::i64);
       return;
     case Opcode::LoadConst:
-      set_value(r[in.dst], constants[in.a]);
+      copy_tensor(r[in.dst], d->constants[in.a]);
       return;
     case Opcode::ShapeOf: {
       const Tensor& t = tensor_of(r[in.a]);
@@ -704,19 +709,20 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
       values = true;
       break;
     }
-    kernel_tensors.push_back(tensor_of(input));
+    kernel_args.push_back(&tensor_of(input));
   }
   if (values) {
-    kernel_tensors.clear();
+    kernel_args.clear();
     for (std::uint32_t k = 0; k < num_inputs; ++k) kernel_values.push_back(value_of(r[list[k]]));
   }
-  for (std::uint32_t k = num_inputs; k < in.c; ++k) kernel_outputs.push_back(tensor_of(r[list[k]]));
+  for (std::uint32_t k = num_inputs; k < in.c; ++k) kernel_args.push_back(&tensor_of(r[list[k]]));
+  const Kernel::TensorRefs args(kernel_args);
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   try {
     if (values)
-      kernel->run_values(kernel_values, kernel_outputs);
+      kernel->run_values(kernel_values, args);
     else
-      kernel->run(kernel_tensors, kernel_outputs);
+      kernel->run(args.first(num_inputs), args.subspan(num_inputs));
   } catch (Error& e) {
     throw e.with_context(prim.name);
   }

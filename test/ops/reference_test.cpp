@@ -20,6 +20,7 @@
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
+using nimble::testing::epsilon;
 using nimble::testing::IsCloseTo;
 using Ints = std::vector<std::int64_t>;
 
@@ -165,21 +166,6 @@ double at_broadcast(const Array& a, const Ints& index) {
 }
 
 // --- tolerances -------------------------------------------------------------------------------
-
-double epsilon(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0x1p-23;
-    case DType::f64:
-      return 0x1p-52;
-    case DType::f16:
-      return 0x1p-10;
-    case DType::bf16:
-      return 0x1p-7;
-    default:
-      return 0;
-  }
-}
 
 /// A few ulps (exact for integers and bool); NaN matches NaN.
 Tolerance ulps(DType t, double n = 4) {

@@ -188,20 +188,6 @@ class Typer {
   std::size_t next_ = 0;
 };
 
-static double epsilon(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0x1p-23;
-    case DType::f64:
-      return 0x1p-52;
-    case DType::f16:
-      return 0x1p-10;
-    case DType::bf16:
-      return 0x1p-7;
-    default:
-      return 0;
-  }
-}
 
 /// A few ulps elementwise; Σ|x|·n·ε (in the accumulator's ε) for reductions
 /// and products, with |x| and n bounded by the inputs' largest finite

@@ -13,6 +13,18 @@
 
 namespace nimble::testing {
 
+/// The distance from 1 to the next float of `t` (0 for integers): the unit
+/// of the tolerance policy.
+inline double epsilon(DType t) {
+  switch (t) {
+    case DType::f32: return 0x1p-23;
+    case DType::f64: return 0x1p-52;
+    case DType::f16: return 0x1p-10;
+    case DType::bf16: return 0x1p-7;
+    default: return 0;
+  }
+}
+
 /// Matches a tensor of the same dtype and shape whose elements are within
 /// `tol` of `expected`; on failure, says what differs.
 class IsCloseTo : public Catch::MatcherBase<Tensor> {

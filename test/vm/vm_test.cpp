@@ -258,3 +258,32 @@ TEST_CASE("VM: an executable saved and loaded runs with the same results", "[vm]
   vm::VirtualMachine reloaded(loaded);
   CHECK(same_value(reloaded.invoke("tree_lstm", args), original.invoke("tree_lstm", args)));
 }
+
+TEST_CASE("VM: a value's register and memory are reused once it is dead", "[vm]") {
+  // 200 ops, each output 4 KiB: with every value kept to the end the frame
+  // would hold 200 buffers; with registers reused, a dead output's storage
+  // goes back to the pool when its register is overwritten. Both arms of the
+  // `if` write the result; `x` stays live across the chain into the second.
+  Builder b;
+  b.entry(b.def("chain", {{"x", f32({1024})}, {"flag", bool_t({})}}, [](Expr x, Expr flag) {
+    Expr y = x;
+    for (int i = 0; i < 100; ++i) y = (y * 1.001) + 0.5;
+    return if_(flag, [&] { return y; }, [&] { return y - x; });
+  }));
+  const ir::Module m = b.build();
+  const vm::Executable exe = compile(m);
+  const std::string text = exe.disassemble();
+  const std::size_t at = text.find("registers: ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(text.substr(at + 11)) <= 8);
+
+  vm::VirtualMachine machine(exe);
+  const Tensor x = Tensor::full({1024}, 1.0, DType::f32);
+  for (bool flag : {true, false}) {
+    const Value warm = machine.invoke("chain", {x, Tensor::scalar(flag)});
+    reset_engine_stats();
+    const Value out = machine.invoke("chain", {x, Tensor::scalar(flag)});
+    CHECK(engine_stats().peak_bytes <= 8 * 4096);
+    CHECK(close_value(out, evaluate(m, "chain", {x, Tensor::scalar(flag)}), {.rtol = 1e-4, .atol = 1e-4}));
+  }
+}

@@ -24,13 +24,19 @@ namespace nimble {
 class Kernel : public RefCounted {
  public:
   virtual ~Kernel() = default;
+  /// Tensors passed by address: the caller keeps them alive for the call.
+  /// (The VM passes its registers' tensors so, with no reference counting.)
+  using TensorRefs = std::span<const Tensor* const>;
+
   /// Computes `outputs` from tensor `inputs`. Throws nimble::Error for bad
   /// data (an index out of range, an integer division by zero); never writes
   /// outside `outputs`. Thread-safe.
-  virtual void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const = 0;
+  virtual void run(TensorRefs inputs, TensorRefs outputs) const = 0;
   /// The same for a primitive with a tuple or ADT input (concatenate's tuple,
   /// stack's list). By default: Error(not_supported).
-  virtual void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const;
+  virtual void run_values(std::span<const Value> inputs, TensorRefs outputs) const;
+  /// run() for tensors held in arrays.
+  void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const;
 };
 
 /// What a primitive computes: its result, or the shapes of its result.

@@ -41,7 +41,15 @@ class Shape {
         heap_(std::move(other.heap_)) {
     std::memcpy(inline_, other.inline_, sizeof inline_);
   }
-  Shape& operator=(const Shape& other);
+  Shape& operator=(const Shape& other) {
+    if (this == &other) return *this;
+    rank_ = other.rank_;
+    numel_ = other.numel_;
+    std::memcpy(inline_, other.inline_, sizeof inline_);
+    if (other.heap_ || heap_) [[unlikely]]
+      copy_heap(other);
+    return *this;
+  }
   Shape& operator=(Shape&& other) noexcept {
     if (this == &other) return *this;
     rank_ = std::exchange(other.rank_, 0);
@@ -68,7 +76,7 @@ class Shape {
 
  private:
   void assign(std::span<const std::int64_t> dims);
-  void copy_heap(const Shape& other);  // heap_ = a copy of other's dims
+  void copy_heap(const Shape& other);  // heap_ = a copy of other's dims (or none)
   [[nodiscard]] const std::int64_t* data() const noexcept {
     return heap_ ? heap_.get() : inline_;
   }

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 
 #include "codegen/cpu/jit.hpp"
@@ -32,21 +33,22 @@ constexpr std::int64_t kParallelWork = 1 << 16;
 // Each thread's share is at least this much work.
 constexpr std::int64_t kGrainWork = 1 << 14;
 
-// Up to this many buffers and schedule slots live on the stack.
+// Up to this many buffers and schedule slots live on the stack, and are not
+// zeroed: the prologue writes every slot the stages read.
 constexpr std::size_t kInlineSlots = 16;
 
 template <class T>
 class SmallArray {
  public:
   explicit SmallArray(std::size_t n) {
-    if (n > kInlineSlots) heap_.resize(n);
+    if (n > kInlineSlots) heap_ = std::make_unique<T[]>(n);
   }
-  T* data() noexcept { return heap_.empty() ? inline_.data() : heap_.data(); }
+  T* data() noexcept { return heap_ ? heap_.get() : inline_; }
   T& operator[](std::size_t i) noexcept { return data()[i]; }
 
  private:
-  std::array<T, kInlineSlots> inline_{};
-  std::vector<T> heap_;
+  T inline_[kInlineSlots];
+  std::unique_ptr<T[]> heap_;
 };
 
 class CpuKernel final : public Kernel {
@@ -56,11 +58,15 @@ class CpuKernel final : public Kernel {
     const std::vector<void*>& at = code_->addresses();
     prologue_ = reinterpret_cast<PrologueFn>(at[0]);
     for (std::size_t s = 1; s < at.size(); ++s) stages_.push_back(reinterpret_cast<StageFn>(at[s]));
-    for (const Buffer& b : ir_.buffers)
+    for (const Buffer& b : ir_.buffers) {
       if (b.role == Buffer::Role::temp) ++num_temps_;
+      signatures_.push_back({b.tensor.dtype(), b.tensor.ndim()});
+    }
   }
 
-  void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const override {
+  using Kernel::run;
+
+  void run(TensorRefs inputs, TensorRefs outputs) const override {
     const auto num_in = static_cast<std::size_t>(ir_.num_inputs);
     const auto num_out = static_cast<std::size_t>(ir_.num_outputs);
     if (inputs.size() != num_in || outputs.size() != num_out)
@@ -70,9 +76,10 @@ class CpuKernel final : public Kernel {
     SmallArray<void*> data(num_buffers);
     SmallArray<const std::int64_t*> dims(num_buffers);
     for (std::size_t i = 0; i < num_in + num_out; ++i) {
-      const Tensor& t = i < num_in ? inputs[i] : outputs[i - num_in];
-      const te::Tensor& p = ir_.buffers[i].tensor;
-      if (t.dtype() != p.dtype() || t.rank() != p.ndim()) mismatch(t, i, num_in);
+      const Tensor& t = i < num_in ? *inputs[i] : *outputs[i - num_in];
+      const Signature& expected = signatures_[i];
+      if (t.dtype() != expected.dtype || t.rank() != expected.rank) [[unlikely]]
+        mismatch(t, i, num_in);
       data[i] = const_cast<void*>(t.raw_data());  // outputs are the kernel's to write
       dims[i] = t.shape().begin();
     }
@@ -98,24 +105,23 @@ class CpuKernel final : public Kernel {
       run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
   }
 
-  void run_values(std::span<const Value> inputs, std::span<const Tensor> outputs) const override {
-    std::vector<Tensor> tensors;
+  void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
+    std::vector<const Tensor*> tensors;
     for (const Value& v : inputs) flatten(v, tensors);
     run(tensors, outputs);
   }
 
  private:
-  static void flatten(const Value& v, std::vector<Tensor>& out) {
+  static void flatten(const Value& v, std::vector<const Tensor*>& out) {
     if (v.is_tensor()) {
-      out.push_back(v.tensor());
+      out.push_back(&v.tensor());
       return;
     }
     for (const Value& f : v.fields()) flatten(f, out);
   }
 
   void run_stage(std::size_t s, std::int64_t extent, std::int64_t work, void* const* data,
-                 const std::int64_t* const* dims, std::span<const Tensor> inputs,
-                 std::span<const Tensor> outputs) const {
+                 const std::int64_t* const* dims, TensorRefs inputs, TensorRefs outputs) const {
     const StageFn fn = stages_[s];
     if (work < kParallelWork || extent < 2 || num_threads() < 2) {
       std::array<std::int64_t, 4> info{};
@@ -157,11 +163,11 @@ class CpuKernel final : public Kernel {
 
   // The Error of failure `code`, worded as the reference evaluator words it.
   [[noreturn]] void fail(std::int32_t code, const std::array<std::int64_t, 4>& info,
-                         std::span<const Tensor> inputs, std::span<const Tensor> outputs) const {
+                         TensorRefs inputs, TensorRefs outputs) const {
     const ErrorSite& site = errors_.at(static_cast<std::size_t>(code - 1));
     const auto tensor = [&](int b) -> const Tensor& {
       const auto i = static_cast<std::size_t>(b);
-      return i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+      return i < inputs.size() ? *inputs[i] : *outputs[i - inputs.size()];
     };
     switch (site.form) {
       case ErrorSite::Form::message:
@@ -201,6 +207,12 @@ class CpuKernel final : public Kernel {
   PrologueFn prologue_ = nullptr;
   std::vector<StageFn> stages_;
   std::size_t num_temps_ = 0;
+  // Each buffer's dtype and rank, read on every call.
+  struct Signature {
+    DType dtype;
+    std::size_t rank;
+  };
+  std::vector<Signature> signatures_;
 };
 
 }  // namespace

@@ -48,28 +48,13 @@ llvm::Type* memory_type(llvm::LLVMContext& c, DType dtype) {
 // Whether evaluating `e` may fault or fail when its select arm is not taken:
 // such an arm is computed under a branch, never speculated.
 bool has_side_conditions(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::int_imm:
-    case ExprKind::float_imm:
-    case ExprKind::var:
-      return false;
-    case ExprKind::load:
-    case ExprKind::reduce:
-      return true;
-    case ExprKind::unary:
-      return has_side_conditions(e.as<te::UnaryNode>()->a);
-    case ExprKind::binary: {
-      const auto* b = e.as<te::BinaryNode>();
-      return b->checked || has_side_conditions(b->a) || has_side_conditions(b->b);
-    }
-    case ExprKind::select: {
-      const auto* s = e.as<te::SelectNode>();
-      return has_side_conditions(s->cond) || has_side_conditions(s->a) || has_side_conditions(s->b);
-    }
-    case ExprKind::cast:
-      return has_side_conditions(e.as<te::CastNode>()->value);
-  }
-  return true;
+  // Any load, not only a checked one: an unchecked load's index is in range
+  // only where its arm is taken.
+  if (e.kind() == ExprKind::load || e.kind() == ExprKind::reduce) return true;
+  if (const auto* b = e.as<te::BinaryNode>(); b && b->checked) return true;
+  bool found = false;
+  te::for_each_child(e, [&](const Expr& child) { found = found || has_side_conditions(child); });
+  return found;
 }
 
 // Shared by the functions of one kernel: the module, the error table, and

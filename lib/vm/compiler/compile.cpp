@@ -103,7 +103,9 @@ ExecutableData ModuleCompiler::run() {
     fc.bind_params(p.captured, params, p.self);
     fc.compile_body(p.fn->body);
     code_[p.index] = fc.take_code();
-    data_.functions[p.index].num_registers = std::max<std::uint32_t>(1, fc.num_registers());
+    const std::uint32_t frame =
+        allocate_registers(code_[p.index], data_.arg_pool, fc.num_params(), fc.num_registers());
+    data_.functions[p.index].num_registers = std::max<std::uint32_t>(1, frame);
   }
   for (std::size_t i = 0; i < data_.functions.size(); ++i) {
     VMFunction& f = data_.functions[i];

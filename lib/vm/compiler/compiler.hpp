@@ -11,6 +11,8 @@
 //                      shape function where the shape is not static;
 //                      reshapes become views; scalar integer ops run in the VM
 //   match.cpp          match compiled to tag tests and jumps
+//   register_allocation.cpp  virtual registers onto few frame registers
+//                      (liveness, interference, greedy colouring)
 //   primitive.cpp      the table of primitive functions, by content
 // compile.cpp drives them and is the public nimble::compile.
 #pragma once
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +36,12 @@ inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
 /// The free variables of `fn` (excluding `self`), in first-use order.
 [[nodiscard]] std::vector<const ir::VarNode*> free_vars(const ir::FunctionNode& fn,
                                                         const ir::VarNode* self);
+
+/// Maps the virtual registers of one function's `code` (and the argument
+/// lists it indexes in `arg_pool`) onto frame registers, in place; parameter
+/// k stays register k. Returns the frame's register count.
+std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::uint32_t> arg_pool,
+                                 std::uint32_t num_params, std::uint32_t num_virtual);
 
 /// State shared by all functions of one module's compilation.
 class ModuleCompiler {
@@ -88,6 +97,8 @@ class FunctionCompiler {
   void compile_body(const ir::Expr& body) { compile_tail(body); }
   std::vector<Instruction> take_code() { return std::move(code_); }
   [[nodiscard]] std::uint32_t num_registers() const { return next_reg_; }
+  /// Captures and parameters: the first registers.
+  [[nodiscard]] std::uint32_t num_params() const { return num_params_; }
 
   // --- used by the units of the compiler ---
   std::uint32_t new_reg() { return next_reg_++; }
@@ -129,6 +140,7 @@ class FunctionCompiler {
   std::uint32_t self_index_;
   std::vector<Instruction> code_;
   std::uint32_t next_reg_ = 0;
+  std::uint32_t num_params_ = 0;
   std::unordered_map<const ir::VarNode*, Binding> env_;
   std::unordered_map<const ir::VarNode*, ir::Expr> defs_;
   int closures_ = 0;

@@ -20,6 +20,7 @@ void FunctionCompiler::bind_params(std::span<const ir::VarNode* const> captured,
     bind(v, {.reg = captured_regs.back(), .func = -1, .captured = {}});
   }
   for (const ir::VarNode* p : params) bind(p, {.reg = new_reg(), .func = -1, .captured = {}});
+  num_params_ = next_reg_;
   // A loop calls itself directly, passing its own captures on.
   if (self) bind(self, {.reg = kNoReg, .func = self_index_, .captured = std::move(captured_regs)});
 }
