@@ -58,7 +58,7 @@ struct Reg {
   Value v;
   Ref<Storage> s;
 
-  Reg() = default;
+  Reg() noexcept {}  // NOLINT(modernize-use-equals-default): see Tensor()
   Reg(const Reg& other) { assign(other); }
   Reg(Reg&& other) noexcept { assign(std::move(other)); }
   Reg& operator=(const Reg& other) {
@@ -758,7 +758,8 @@ Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args)
   for (std::size_t i = 0; i < args.size(); ++i)
     checker.check(i, f.param_names[i], f.param_types[i], args[i]);
 
-  const auto start = std::chrono::steady_clock::now();
+  const auto start =
+      impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   Value result;
   try {
     result = impl_->profiling ? impl_->run<true>(static_cast<std::uint32_t>(index), args)

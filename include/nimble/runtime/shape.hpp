@@ -21,7 +21,7 @@ class Shape {
   static constexpr std::size_t kInlineRank = 6;
 
   /// The shape of a scalar (rank 0, one element).
-  Shape() noexcept = default;
+  Shape() noexcept {}  // NOLINT(modernize-use-equals-default): see Tensor()
   /// Throws Error(invalid_argument) if a dim is negative or the element count
   /// overflows int64.
   Shape(std::initializer_list<std::int64_t> dims);

@@ -27,7 +27,10 @@ namespace nimble {
 /// data is not synchronized.
 class Tensor {
  public:
-  Tensor() = default;
+  /// An undefined tensor. (User-provided, not `= default`: value-initializing
+  /// a class with a defaulted constructor zeroes all of it first, a
+  /// `rep stos` on every `Tensor()` in the VM's hot paths.)
+  Tensor() noexcept {}  // NOLINT(modernize-use-equals-default)
 
   // --- Construction ------------------------------------------------------
   /// Uninitialized elements.

@@ -11,10 +11,12 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "support/check.hpp"
@@ -73,6 +75,7 @@ class HostJit {
     if (llvm::verifyModule(*module, &os))
       throw_error(ErrorKind::runtime_error, "JIT: the kernel {} is invalid LLVM IR: {}", name, problems);
     optimize(*module);
+    dump(*module, name);
 
     auto code = std::make_unique<Code>();
     code->tracker = jit_->getMainJITDylib().createResourceTracker();
@@ -127,6 +130,19 @@ class HostJit {
     if (llvm::Error e = pb.parsePassPipeline(mpm, kPipeline))
       throw_error(ErrorKind::runtime_error, "JIT: the optimization pipeline: {}", to_message(std::move(e)));
     mpm.run(module, mam);
+  }
+
+  // With NIMBLE_DUMP_KERNELS=<dir>, each kernel's optimized IR goes to
+  // <dir>/<module>.ll (llc reads it back: what the JIT compiled, to read).
+  static void dump(const llvm::Module& module, const std::string& name) {
+    static const char* const dir = std::getenv("NIMBLE_DUMP_KERNELS");
+    if (dir == nullptr || *dir == '\0') return;
+    std::error_code error;
+    llvm::raw_fd_ostream out(std::string(dir) + "/" + name + ".ll", error);
+    if (error)
+      throw_error(ErrorKind::invalid_argument, "NIMBLE_DUMP_KERNELS: cannot write {}/{}.ll: {}", dir,
+                  name, error.message());
+    module.print(out, nullptr);
   }
 
   llvm::orc::JITTargetMachineBuilder machine_builder_{llvm::Triple()};
