@@ -429,7 +429,7 @@ struct VirtualMachine::Impl {
   }
 
   template <bool kProfile>
-  Value run(std::uint32_t entry, std::vector<Value>& args);
+  Value run(std::uint32_t entry, std::span<const Value> args);
 
   // The handlers that do more than move a few words live out of line, so
   // that the dispatch loop stays small enough for its hot state (ip, r) to
@@ -447,11 +447,14 @@ struct VirtualMachine::Impl {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
 template <bool kProfile>
-Value VirtualMachine::Impl::run(std::uint32_t entry, std::vector<Value>& args) {
+Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args) {
   frames.clear();
-  for (Value& a : args) {
+  for (const Value& a : args) {
     call_args.emplace_back();
-    set_value(call_args.back(), std::move(a));
+    if (a.is_tensor())
+      copy_tensor(call_args.back(), a.tensor());
+    else
+      set_value(call_args.back(), a);
   }
   push_frame({entry, 0, 0, 0});
   const Instruction* const code = d->code.data();
@@ -743,7 +746,7 @@ VirtualMachine& VirtualMachine::operator=(VirtualMachine&&) noexcept = default;
 
 const Executable& VirtualMachine::executable() const noexcept { return impl_->exe; }
 
-Value VirtualMachine::invoke(std::string_view function, std::vector<Value> args) {
+Value VirtualMachine::invoke(std::string_view function, std::span<const Value> args) {
   const ExecutableData& d = *impl_->d;
   const std::int64_t index = d.find_function(function);
   if (index < 0)

@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +48,12 @@ class VirtualMachine {
   /// interpreter's messages (Error(type_error) naming the function, the
   /// argument, and expected vs actual type). Kernel errors (an index out of
   /// range, a division by zero) are Errors naming the primitive. The
-  /// arguments are never modified.
-  [[nodiscard]] Value invoke(std::string_view function, std::vector<Value> args);
+  /// arguments are never modified, nor copied: the call reads them in place.
+  [[nodiscard]] Value invoke(std::string_view function, std::span<const Value> args);
+  /// invoke(function, {x, w, bias}).
+  [[nodiscard]] Value invoke(std::string_view function, std::initializer_list<Value> args) {
+    return invoke(function, std::span<const Value>(args.begin(), args.size()));
+  }
 
   /// Turns the profiler on or off (off by default: then it costs one branch
   /// per kernel call and nothing per instruction). Turning it on resets it.
