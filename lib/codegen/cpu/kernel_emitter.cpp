@@ -109,11 +109,9 @@ class FunctionEmitter {
     b_.SetInsertPoint(ok);
   }
 
-  // for (iv = begin; iv < end; ++iv) body(iv). `interleave`: whether the
-  // vectorizer may also unroll the loop's vector body (its default choice,
-  // 4 here); off, each iteration is one vector.
+  // for (iv = begin; iv < end; ++iv) body(iv)
   template <class Body>
-  void loop(llvm::Value* begin, llvm::Value* end, Body&& body, bool interleave = true) {
+  void loop(llvm::Value* begin, llvm::Value* end, Body&& body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "loop", fn_);
     llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "body", fn_);
@@ -127,19 +125,8 @@ class FunctionEmitter {
     body(iv);
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
     iv->addIncoming(next, b_.GetInsertBlock());
-    llvm::BranchInst* latch = b_.CreateBr(header);
-    if (!interleave) latch->setMetadata(llvm::LLVMContext::MD_loop, no_interleave_metadata());
+    b_.CreateBr(header);
     b_.SetInsertPoint(exit);
-  }
-
-  // !{self, !{"llvm.loop.interleave.count", i32 1}}
-  llvm::MDNode* no_interleave_metadata() {
-    llvm::Metadata* count[] = {llvm::MDString::get(c_, "llvm.loop.interleave.count"),
-                               llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-    llvm::Metadata* fields[] = {nullptr, llvm::MDNode::get(c_, count)};
-    llvm::MDNode* self = llvm::MDNode::getDistinct(c_, fields);
-    self->replaceOperandWith(0, self);
-    return self;
   }
 
   void stmt(const Stmt& s, llvm::Value* begin = nullptr, llvm::Value* end = nullptr) {
@@ -152,15 +139,10 @@ class FunctionEmitter {
     llvm::Value* lo = begin ? begin : b_.getInt64(0);
     llvm::Value* hi = end ? end : expr(s.extent);
     const te::VarNode* var = s.var.node();
-    // A loop of stores (elementwise and injective stages; reductions are the
-    // loops of reduce()) is not interleaved: its iterations are independent,
-    // so one vector per iteration already keeps the core busy, a tensor of
-    // 8 to 31 floats still runs in vectors (not 32 scalar iterations), and
-    // the kernel is half the code to compile.
     loop(lo, hi, [&](llvm::Value* iv) {
       vars_[var] = iv;
       stmt(*s.body);
-    }, /*interleave=*/false);
+    });
     vars_.erase(var);
   }
 
