@@ -186,11 +186,60 @@ class Lowering {
   }
 
 
+  // A sum over one axis k whose source reads along the stage's innermost
+  // axis j and across k (matmul's b[k, j]) is computed with k outside j:
+  //   out[..., j] = init;  for ...: for k: for j: out[..., j] += src(..., j, k)
+  // With k innermost that load would stride by a row per step and the loop
+  // could not vectorize; with j innermost every load is contiguous along j or
+  // invariant, and it does. Each element still sums over k in order. Two
+  // stages: the init, then the updates. False when the stage is not of that
+  // form (then it is lowered as usual).
+  bool lower_reduction_outside(const te::Tensor& t, const Expr& body, int b) {
+    const auto* r = body.as<te::ReduceNode>();
+    const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
+    const std::vector<Expr>& shape = buffer.shape();
+    if (r == nullptr || r->reduce_kind != te::ReduceKind::sum || r->axes.size() != 1 || shape.empty() ||
+        (body.dtype() != DType::f32 && body.dtype() != DType::f64) || t->axes.size() != shape.size())
+      return false;
+    const te::VarNode* j = t->axes.back().node();
+    const te::VarNode* k = r->axes[0].var.node();
+    bool strided = false;
+    for_each_load(r->source, [&](const te::LoadNode& l) {
+      if (l.indices.empty() || l.indices.back().as<te::VarNode>() != j) return;
+      for (std::size_t d = 0; d + 1 < l.indices.size(); ++d)
+        strided = strided || l.indices[d].as<te::VarNode>() == k;
+    });
+    if (!strided) return false;
+
+    const std::vector<Expr> index = te::as_indices(t->axes);
+    const Expr flat = te::ravel(index, shape);
+    // Loops over the axes before j, outermost parallel, around `inner`; a
+    // rank-1 output gets a one-iteration outer loop (the stage's split point
+    // must not be k).
+    const auto outer_loops = [&](StmtRef inner) {
+      for (std::size_t d = shape.size() - 1; d-- > 0;)
+        inner = make_loop(t->axes[d], shape[d], d == 0 ? ForKind::parallel : ForKind::serial, std::move(inner));
+      if (shape.size() == 1) inner = make_loop(te::Var("_once"), 1, ForKind::parallel, std::move(inner));
+      return inner;
+    };
+    const Expr extent_j = shape.back();
+    StmtRef init = make_loop(t->axes.back(), extent_j, ForKind::vectorized, make_store(b, flat, r->init));
+    kernel_.stages.push_back({.name = t.name() + "_init", .output = b, .body = outer_loops(std::move(init)),
+                              .work = te::product(shape)});
+    StmtRef update = make_store(b, flat, te::binary(te::BinaryOp::add, te::load(buffer, index), r->source));
+    update = make_loop(t->axes.back(), extent_j, ForKind::vectorized, std::move(update));
+    update = make_loop(r->axes[0].var, r->axes[0].extent, ForKind::serial, std::move(update));
+    kernel_.stages.push_back({.name = t.name(), .output = b, .body = outer_loops(std::move(update)),
+                              .work = te::product(shape) * r->axes[0].extent});
+    return true;
+  }
+
   void lower_stage(const te::Tensor& t) {
     const int b = kernel_.buffer_of.at(t.get());
     const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
     const std::vector<Expr>& shape = buffer.shape();
     Expr body = inline_expr(t->body);
+    if (lower_reduction_outside(t, body, b)) return;
     Stage stage{.name = t.name(), .output = b, .body = nullptr, .work = te::product(shape)};
     if (const auto* r = body.as<te::ReduceNode>()) {
       std::vector<Expr> extents;
