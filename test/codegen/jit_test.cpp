@@ -239,6 +239,37 @@ TEST_CASE("jit: kernels are flat loops where they can be, and split across threa
   CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
 }
 
+TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis", "[jit]") {
+  te::SymbolTable symbols;
+  const ir::Type ta = f32({ir::Dim("m"), ir::Dim("k")});
+  const ir::Type tb = f32({ir::Dim("k"), ir::Dim("n")});
+  const std::vector<te::Tensor> in{te::placeholder_for(*ta.as<ir::TensorTypeNode>(), "a", symbols),
+                                   te::placeholder_for(*tb.as<ir::TensorTypeNode>(), "b", symbols)};
+  const std::vector<te::Tensor> out = ops::matmul().compute(in, {});
+  const std::string ir = codegen::cpu_kernel_ir("matmul", in, out);
+  INFO(ir);
+  // Two stages: the init, then k outside the vectorized j loop.
+  const std::size_t init = ir.find("_init");
+  const std::size_t k_loop = ir.find("for ", ir.find("stage", init + 1));
+  CHECK(init != std::string::npos);
+  CHECK(ir.find("vectorized for", k_loop) != std::string::npos);
+
+  const Ref<Kernel> kernel = codegen::compile_cpu_kernel("matmul", in, out);
+  Rng rng(5);
+  const Tensor a = random_tensor(rng, {300, 70}, DType::f32, {.specials = false});
+  const Tensor b = random_tensor(rng, {70, 129}, DType::f32, {.specials = false});
+  Tensor one = Tensor::empty({300, 129}, DType::f32);
+  Tensor two = Tensor::empty({300, 129}, DType::f32);
+  set_num_threads(1);
+  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{one});
+  set_num_threads(2);
+  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{two});
+  // Each element sums over k in order on any number of threads.
+  CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+  const Value expected = ops::matmul().reference(std::vector<Value>{a, b}, {});
+  CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-5}));
+}
+
 TEST_CASE("jit: the VM uses JIT kernels by default and counts their compilation", "[jit]") {
   Builder b;
   b.entry(b.def("f", {{"x", ir::tensor_type({ir::Any, 3}, DType::f32)}},
