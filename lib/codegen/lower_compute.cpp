@@ -185,7 +185,6 @@ class Lowering {
     return te::map_children(e, [&](const Expr& child) { return flatten_loads(child, flat); });
   }
 
-
   // A sum over one axis k whose source reads along the stage's innermost
   // axis j and across k (matmul's b[k, j]) is computed with k outside j:
   //   out[..., j] = init;  for ...: for k: for j: out[..., j] += src(..., j, k)

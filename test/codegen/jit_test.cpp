@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
@@ -119,6 +120,18 @@ std::pair<double, T> worst_ulps(const UlpCase& c, std::int64_t count) {
     }
   }
   return {worst, at};
+}
+
+// The f32 result of `kernel` on `inputs`, computed on 1 thread and on 2.
+std::pair<Tensor, Tensor> run_on_one_and_two_threads(const Kernel& kernel, const std::vector<Tensor>& inputs,
+                                                     const Shape& shape) {
+  Tensor one = Tensor::empty(shape, DType::f32);
+  Tensor two = Tensor::empty(shape, DType::f32);
+  set_num_threads(1);
+  kernel.run(inputs, std::vector<Tensor>{one});
+  set_num_threads(2);
+  kernel.run(inputs, std::vector<Tensor>{two});
+  return {one, two};
 }
 
 }  // namespace
@@ -230,12 +243,7 @@ TEST_CASE("jit: kernels are flat loops where they can be, and split across threa
   Rng rng(3);
   const Tensor a = random_tensor(rng, {4099, 64}, DType::f32);
   const Tensor b = random_tensor(rng, {4099, 64}, DType::f32);
-  Tensor one = Tensor::empty({4099, 64}, DType::f32);
-  Tensor two = Tensor::empty({4099, 64}, DType::f32);
-  set_num_threads(1);
-  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{one});
-  set_num_threads(2);
-  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{two});
+  const auto [one, two] = run_on_one_and_two_threads(*kernel, {a, b}, {4099, 64});
   CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
 }
 
@@ -258,12 +266,7 @@ TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis
   Rng rng(5);
   const Tensor a = random_tensor(rng, {300, 70}, DType::f32, {.specials = false});
   const Tensor b = random_tensor(rng, {70, 129}, DType::f32, {.specials = false});
-  Tensor one = Tensor::empty({300, 129}, DType::f32);
-  Tensor two = Tensor::empty({300, 129}, DType::f32);
-  set_num_threads(1);
-  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{one});
-  set_num_threads(2);
-  kernel->run(std::vector<Tensor>{a, b}, std::vector<Tensor>{two});
+  const auto [one, two] = run_on_one_and_two_threads(*kernel, {a, b}, {300, 129});
   // Each element sums over k in order on any number of threads.
   CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
   const Value expected = ops::matmul().reference(std::vector<Value>{a, b}, {});
