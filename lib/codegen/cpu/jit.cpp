@@ -2,6 +2,7 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -61,7 +62,13 @@ class HostJit {
     cpu_ = target_machine->getTargetCPU().str();
     features_ = target_machine->getTargetFeatureString().str();
     machine_builder_ = builder;
-    jit_ = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create(),
+    jit_ = take(llvm::orc::LLJITBuilder()
+                    .setJITTargetMachineBuilder(std::move(builder))
+                    .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder)
+                                                   -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                      return std::make_unique<ThreadCompiler>(*this);
+                    })
+                    .create(),
                 "creating the JIT");
   }
 
@@ -111,6 +118,33 @@ class HostJit {
     std::vector<void*> addresses_;
   };
 
+  // The calling thread's TargetMachine, made on its first compilation. A
+  // TargetMachine is not thread-safe, and making one (with its subtarget:
+  // parsing the host's feature string) costs ~2 ms, a fifth of a small
+  // kernel's compilation: each thread keeps its own for optimizing and for
+  // code generation.
+  llvm::TargetMachine& thread_machine() {
+    thread_local std::unique_ptr<llvm::TargetMachine> machine;
+    if (!machine) machine = take(machine_builder_.createTargetMachine(), "creating the target machine");
+    return *machine;
+  }
+
+  // LLJIT's code generation step: ORC materializes a module on the thread
+  // that looks its symbols up, so kernels compile concurrently, each with its
+  // thread's TargetMachine (LLJIT's default shares one between all threads).
+  class ThreadCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
+   public:
+    explicit ThreadCompiler(HostJit& jit)
+        : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jit.thread_machine().Options)),
+          jit_(jit) {}
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& module) override {
+      return llvm::orc::SimpleCompiler(jit_.thread_machine())(module);
+    }
+
+   private:
+    HostJit& jit_;
+  };
+
   // Kernels are single functions of a few loops: the default O2 pipeline's
   // inliner, IPO and loop passes for general code cost 2-3x the time of this
   // one for the same vector loops (measured on the W1-W3 kernels). Without
@@ -125,13 +159,11 @@ class HostJit {
       "loop-simplify,instcombine<no-verify-fixpoint>,simplifycfg)";
 
   void optimize(llvm::Module& module) {
-    // A TargetMachine per compilation: they are not shared between threads.
-    const auto target_machine = take(machine_builder_.createTargetMachine(), "creating the target machine");
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(target_machine.get());
+    llvm::PassBuilder pb(&thread_machine());
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
