@@ -7,6 +7,11 @@
 namespace nimble {
 
 struct CompileOptions {
+  /// Per function, the intermediate buffers of static size that stay in the
+  /// function share one arena allocated on entry, placed by liveness over
+  /// every control-flow path (one allocation per call instead of one per
+  /// op). Off: every kernel output has its own allocation.
+  bool plan_memory = true;
   // Later issues add: fusion, buckets, targets.
 };
 

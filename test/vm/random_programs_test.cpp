@@ -106,6 +106,9 @@ TEST_CASE("VM: random programs give the interpreter's results, exactly with its 
     machine.set_kernel_provider("reference");  // the interpreter's kernels: exact results
     machine_reloaded.set_kernel_provider("reference");
     vm::VirtualMachine machine_jit(*exe);  // the default: JIT kernels
+    // Without memory planning: every kernel output in its own storage.
+    vm::VirtualMachine machine_unplanned(compile(m, {.plan_memory = false}));
+    machine_unplanned.set_kernel_provider("reference");
 
     for (const bool redrawn : {false, true}) {
       INFO((redrawn ? "inputs with redrawn extents" : "inputs that fit the program"));
@@ -123,6 +126,9 @@ TEST_CASE("VM: random programs give the interpreter's results, exactly with its 
       check_same_outcome(expected,
                          outcome_of([&] { return machine_reloaded.invoke(p.entry, args); }),
                          "saved and loaded");
+      check_same_outcome(expected,
+                         outcome_of([&] { return machine_unplanned.invoke(p.entry, args); }),
+                         "compiled without memory planning");
       const Outcome jit = outcome_of([&] { return machine_jit.invoke(p.entry, args); });
       if (!jit_outcome_matches(expected, jit)) {
         jit_differs.push_back(seed);

@@ -28,7 +28,8 @@ const ir::Type& var_type(const ir::VarNode& v) {
 
 }  // namespace
 
-ModuleCompiler::ModuleCompiler(const ir::Module& module) : module_(module) {}
+ModuleCompiler::ModuleCompiler(const ir::Module& module, Options options)
+    : module_(module), options_(options) {}
 
 std::uint32_t ModuleCompiler::global_index(const std::string& name) const {
   auto it = globals_.find(name);
@@ -103,8 +104,11 @@ ExecutableData ModuleCompiler::run() {
     fc.bind_params(p.captured, params, p.self);
     fc.compile_body(p.fn->body);
     code_[p.index] = fc.take_code();
+    std::uint32_t num_virtual = fc.num_registers();
+    if (options_.plan_memory)
+      num_virtual = plan_memory(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual);
     const std::uint32_t frame =
-        allocate_registers(code_[p.index], data_.arg_pool, fc.num_params(), fc.num_registers());
+        allocate_registers(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual);
     data_.functions[p.index].num_registers = std::max<std::uint32_t>(1, frame);
   }
   for (std::size_t i = 0; i < data_.functions.size(); ++i) {
@@ -118,13 +122,13 @@ ExecutableData ModuleCompiler::run() {
 
 }  // namespace vm
 
-vm::Executable compile(const ir::Module& module, const CompileOptions&) {
+vm::Executable compile(const ir::Module& module, const CompileOptions& options) {
   static std::once_flag providers;
   std::call_once(providers, [] {
     register_reference_provider();
     codegen::register_jit_provider();
   });
-  auto data = std::make_shared<vm::ExecutableData>(vm::ModuleCompiler(module).run());
+  auto data = std::make_shared<vm::ExecutableData>(vm::ModuleCompiler(module, {.plan_memory = options.plan_memory}).run());
   vm::verify(*data);  // the emitter's own check: a failure here is a compiler bug
   return vm::Executable(std::move(data));
 }

@@ -11,6 +11,8 @@
 //                      shape function where the shape is not static;
 //                      reshapes become views; scalar integer ops run in the VM
 //   match.cpp          match compiled to tag tests and jumps
+//   memory_plan.cpp    static-size storages that stay in a frame share one
+//                      arena by liveness
 //   register_allocation.cpp  virtual registers onto few frame registers
 //                      (liveness, interference, greedy colouring)
 //   primitive.cpp      the table of primitive functions, by content
@@ -37,6 +39,12 @@ inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
 [[nodiscard]] std::vector<const ir::VarNode*> free_vars(const ir::FunctionNode& fn,
                                                         const ir::VarNode* self);
 
+/// Coalesces the static-size storages of one function's `code` whose tensors
+/// stay in its frame into one arena allocated on entry, by liveness
+/// (memory_plan.cpp). Returns the new virtual register count.
+std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
+                          std::uint32_t num_params, std::uint32_t num_virtual);
+
 /// Maps the virtual registers of one function's `code` (and the argument
 /// lists it indexes in `arg_pool`) onto frame registers, in place; parameter
 /// k stays register k. Returns the frame's register count.
@@ -46,7 +54,10 @@ std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::
 /// State shared by all functions of one module's compilation.
 class ModuleCompiler {
  public:
-  explicit ModuleCompiler(const ir::Module& module);
+  struct Options {
+    bool plan_memory = true;
+  };
+  ModuleCompiler(const ir::Module& module, Options options);
   [[nodiscard]] ExecutableData run();
 
   const ir::Module& module() const { return module_; }
@@ -76,6 +87,7 @@ class ModuleCompiler {
   };
 
   const ir::Module& module_;
+  Options options_;
   ExecutableData data_;
   std::map<std::string, std::uint32_t, std::less<>> globals_;
   std::deque<Pending> pending_;

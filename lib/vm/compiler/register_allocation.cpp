@@ -19,142 +19,17 @@
 
 #include "support/check.hpp"
 #include "vm/compiler/compiler.hpp"
+#include "vm/compiler/liveness.hpp"
 #include "vm/instruction.hpp"
 
 namespace nimble::vm {
-
-namespace {
-
-// A set of virtual registers.
-class RegSet {
- public:
-  explicit RegSet(std::size_t n) : words_((n + 63) / 64, 0) {}
-  void insert(std::uint32_t r) { words_[r / 64] |= std::uint64_t{1} << (r % 64); }
-  void erase(std::uint32_t r) { words_[r / 64] &= ~(std::uint64_t{1} << (r % 64)); }
-  // this |= other; true when this changed.
-  bool unite(const RegSet& other) {
-    bool changed = false;
-    for (std::size_t w = 0; w < words_.size(); ++w) {
-      const std::uint64_t merged = words_[w] | other.words_[w];
-      changed = changed || merged != words_[w];
-      words_[w] = merged;
-    }
-    return changed;
-  }
-  template <class F>
-  void for_each(F&& f) const {
-    for (std::size_t w = 0; w < words_.size(); ++w)
-      for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1)
-        f(static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
-  }
-  friend bool operator==(const RegSet&, const RegSet&) = default;
-
- private:
-  std::vector<std::uint64_t> words_;
-};
-
-// Calls `f(reg&, is_def)` for each register operand of `in`, defs first. A
-// KillRegister's operand counts as a def: whatever shares its frame register
-// must not be live there. Registers listed in the argument pool (call
-// arguments, kernel inputs and outputs, ADT fields, captures) are uses.
-template <class F>
-void for_each_register(Instruction& in, std::span<std::uint32_t> arg_pool, F&& f) {
-  const OpcodeInfo& op = info(in.opcode);
-  std::uint32_t* fields[5] = {&in.dst, &in.a, &in.b, &in.c, &in.d};
-  if (op.fields[0] == Operand::reg) f(in.dst, true);
-  for (std::size_t k = 1; k < 5; ++k) {
-    if (op.fields[k] == Operand::reg) f(*fields[k], false);
-    if (op.fields[k] == Operand::args) {
-      NIMBLE_ASSERT(k + 1 < 5 && op.fields[k + 1] == Operand::count, "an args field is followed by its count");
-      const std::uint32_t offset = *fields[k];
-      const std::uint32_t count = *fields[k + 1];
-      for (std::uint32_t j = 0; j < count; ++j) f(arg_pool[offset + j], false);
-    }
-  }
-}
-
-// Where control may go after instruction `i` (jump targets and fall-through).
-void successors(const std::vector<Instruction>& code, std::size_t i, std::vector<std::size_t>& out) {
-  out.clear();
-  const Instruction& in = code[i];
-  const auto target = [&](std::uint32_t field) {
-    return static_cast<std::size_t>(static_cast<std::int64_t>(i) + jump_offset(field));
-  };
-  switch (in.opcode) {
-    case Opcode::If:
-      out.push_back(target(in.b));
-      out.push_back(target(in.c));
-      return;
-    case Opcode::Goto: out.push_back(target(in.a)); return;
-    case Opcode::Ret:
-    case Opcode::TailCall:
-    case Opcode::Fatal: return;
-    default:
-      if (i + 1 < code.size()) out.push_back(i + 1);
-  }
-}
-
-}  // namespace
 
 std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::uint32_t> arg_pool,
                                  std::uint32_t num_params, std::uint32_t num_virtual) {
   const std::size_t n = code.size();
   if (n == 0) return num_params;
 
-  // Basic blocks: a leader at 0, at every jump target and after every jump.
-  std::vector<std::size_t> succ;
-  std::vector<bool> leader(n + 1, false);
-  leader[0] = leader[n] = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    successors(code, i, succ);
-    const bool falls_through = succ.size() == 1 && succ[0] == i + 1;
-    if (!falls_through) leader[i + 1] = true;
-    for (std::size_t s : succ) {
-      NIMBLE_ASSERT(s < n, "a jump leaves its function");
-      leader[s] = true;
-    }
-  }
-  std::vector<std::size_t> block_start;
-  std::vector<std::size_t> block_of(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (leader[i]) block_start.push_back(i);
-    block_of[i] = block_start.size() - 1;
-  }
-  const std::size_t num_blocks = block_start.size();
-  block_start.push_back(n);
-
-  // Per block: the registers it reads before writing them, and those it writes.
-  std::vector<RegSet> uses(num_blocks, RegSet(num_virtual)), defs(num_blocks, RegSet(num_virtual));
-  for (std::size_t b = 0; b < num_blocks; ++b)
-    for (std::size_t i = block_start[b + 1]; i-- > block_start[b];) {
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool is_def) {
-        if (is_def) {
-          defs[b].insert(r);
-          uses[b].erase(r);
-        }
-      });
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool is_def) {
-        if (!is_def) uses[b].insert(r);
-      });
-    }
-
-  // Liveness: live_in(b) = uses(b) ∪ (live_out(b) − defs(b)), to a fixed point
-  // (one pass when, as the compiler emits them, every jump goes forward).
-  std::vector<RegSet> live_in(num_blocks, RegSet(num_virtual)), live_out(num_blocks, RegSet(num_virtual));
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::size_t b = num_blocks; b-- > 0;) {
-      successors(code, block_start[b + 1] - 1, succ);
-      for (std::size_t s : succ) live_out[b].unite(live_in[block_of[s]]);
-      RegSet in = live_out[b];
-      defs[b].for_each([&](std::uint32_t r) { in.erase(r); });
-      in.unite(uses[b]);
-      if (!(in == live_in[b])) {
-        live_in[b] = std::move(in);
-        changed = true;
-      }
-    }
-  }
+  const Liveness liveness = compute_liveness(code, arg_pool, num_virtual);
 
   // Interference: a register defined by an instruction interferes with every
   // register live after it and (so that no instruction's result lands on an
@@ -167,25 +42,16 @@ std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::
     edges[y].push_back(x);
   };
   std::vector<std::uint32_t> operands;
-  for (std::size_t b = 0; b < num_blocks; ++b) {
-    RegSet live = live_out[b];
-    for (std::size_t i = block_start[b + 1]; i-- > block_start[b];) {
-      operands.clear();
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool) { operands.push_back(r); });
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool is_def) {
-        if (!is_def) return;
-        live.for_each([&](std::uint32_t l) { interfere(r, l); });
-        for (std::uint32_t o : operands) interfere(r, o);
-      });
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool is_def) {
-        if (is_def) live.erase(r);
-      });
-      for_each_register(code[i], arg_pool, [&](std::uint32_t& r, bool is_def) {
-        if (!is_def) live.insert(r);
-      });
-    }
-  }
-  RegSet entry = live_in[0];
+  liveness.for_each_backward(code, arg_pool, [&](std::size_t i, const RegSet& live) {
+    operands.clear();
+    for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool) { operands.push_back(r); });
+    for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool is_def) {
+      if (!is_def) return;
+      live.for_each([&](std::uint32_t l) { interfere(r, l); });
+      for (std::uint32_t o : operands) interfere(r, o);
+    });
+  });
+  RegSet entry = liveness.live_in[0];
   for (std::uint32_t p = 0; p < num_params; ++p) entry.insert(p);
   std::vector<std::uint32_t> at_entry;
   entry.for_each([&](std::uint32_t r) { at_entry.push_back(r); });

@@ -1,0 +1,86 @@
+#include "vm/compiler/liveness.hpp"
+
+namespace nimble::vm {
+
+void successors(std::span<const Instruction> code, std::size_t i, std::vector<std::size_t>& out) {
+  out.clear();
+  const Instruction& in = code[i];
+  const auto target = [&](std::uint32_t field) {
+    return static_cast<std::size_t>(static_cast<std::int64_t>(i) + jump_offset(field));
+  };
+  switch (in.opcode) {
+    case Opcode::If:
+      out.push_back(target(in.b));
+      out.push_back(target(in.c));
+      return;
+    case Opcode::Goto: out.push_back(target(in.a)); return;
+    case Opcode::Ret:
+    case Opcode::TailCall:
+    case Opcode::Fatal: return;
+    default:
+      if (i + 1 < code.size()) out.push_back(i + 1);
+  }
+}
+
+Liveness compute_liveness(std::span<const Instruction> code, std::span<const std::uint32_t> arg_pool,
+                          std::uint32_t num_virtual) {
+  const std::size_t n = code.size();
+  Liveness l;
+  // Basic blocks: a leader at 0, at every jump target and after every jump.
+  std::vector<std::size_t> succ;
+  std::vector<bool> leader(n + 1, false);
+  leader[0] = leader[n] = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    successors(code, i, succ);
+    const bool falls_through = succ.size() == 1 && succ[0] == i + 1;
+    if (!falls_through) leader[i + 1] = true;
+    for (std::size_t s : succ) {
+      NIMBLE_ASSERT(s < n, "a jump leaves its function");
+      leader[s] = true;
+    }
+  }
+  std::vector<std::size_t> block_of(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (leader[i]) l.block_start.push_back(i);
+    block_of[i] = l.block_start.size() - 1;
+  }
+  const std::size_t num_blocks = l.block_start.size();
+  l.block_start.push_back(n);
+
+  // Per block: the registers it reads before writing them, and those it writes.
+  std::vector<RegSet> uses(num_blocks, RegSet(num_virtual)), defs(num_blocks, RegSet(num_virtual));
+  for (std::size_t b = 0; b < num_blocks; ++b)
+    for (std::size_t i = l.block_start[b + 1]; i-- > l.block_start[b];) {
+      for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool is_def) {
+        if (is_def) {
+          defs[b].insert(r);
+          uses[b].erase(r);
+        }
+      });
+      for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool is_def) {
+        if (!is_def) uses[b].insert(r);
+      });
+    }
+
+  // live_in(b) = uses(b) ∪ (live_out(b) − defs(b)), to a fixed point (one
+  // pass when, as the compiler emits them, every jump goes forward).
+  l.live_in.assign(num_blocks, RegSet(num_virtual));
+  l.live_out.assign(num_blocks, RegSet(num_virtual));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t b = num_blocks; b-- > 0;) {
+      successors(code, l.block_start[b + 1] - 1, succ);
+      for (std::size_t s : succ) l.live_out[b].unite(l.live_in[block_of[s]]);
+      RegSet in = l.live_out[b];
+      defs[b].for_each([&](std::uint32_t r) { in.erase(r); });
+      in.unite(uses[b]);
+      if (!(in == l.live_in[b])) {
+        l.live_in[b] = std::move(in);
+        changed = true;
+      }
+    }
+  }
+  return l;
+}
+
+}  // namespace nimble::vm
