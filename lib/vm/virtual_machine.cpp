@@ -449,17 +449,17 @@ struct VirtualMachine::Impl {
 template <bool kProfile>
 Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args) {
   frames.clear();
-  for (const Value& a : args) {
-    call_args.emplace_back();
-    if (a.is_tensor())
-      copy_tensor(call_args.back(), a.tensor());
-    else
-      set_value(call_args.back(), a);
-  }
   push_frame({entry, 0, 0, 0});
   const Instruction* const code = d->code.data();
   const Instruction* ip = code + enter(entry, 0);
   Reg* r = regs.data();
+  // The arguments go straight into the entry frame's first registers.
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    if (args[k].is_tensor())
+      copy_tensor(r[k], args[k].tensor());
+    else
+      set_value(r[k], args[k]);
+  }
   const auto pc_of = [code](const Instruction* at) {
     return static_cast<std::uint32_t>(at - code);
   };
@@ -611,6 +611,7 @@ Value VirtualMachine::Impl::finish(const Instruction& in) {
   Reg result = std::move(regs[base + in.a]);
   clear_frame();
   frames.pop_back();
+  if (result.kind == Reg::Kind::tensor) return Value(std::move(result.t));
   return value_of(result);
 }
 
