@@ -20,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -349,6 +350,18 @@ Shape shape_from(const Tensor& t) { return Shape(shape_dims(t)); }
     default: break;
   }
   throw_error(ErrorKind::runtime_error, "bad scalar operation {}", static_cast<int>(op));
+}
+
+bool fits_tensor_without_symbols(const TypeDesc& type, const Value& v) {
+  if (type.kind != TypeDesc::Kind::tensor || !v.defined() || !v.is_tensor()) return false;
+  const Tensor& t = v.tensor();
+  if (t.dtype() != type.dtype || t.rank() != type.dims.size()) return false;
+  for (std::size_t k = 0; k < type.dims.size(); ++k) {
+    const DimDesc& dim = type.dims[k];
+    if (dim.kind == DimDesc::Kind::symbol) return false;
+    if (dim.kind == DimDesc::Kind::fixed && dim.value != t.shape()[k]) return false;
+  }
+  return true;
 }
 
 bool yields_bool(ScalarOp op) {
@@ -758,9 +771,15 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
   if (args.size() != f.param_types.size())
     throw_error(ErrorKind::type_error, "@{}: expected {} arguments, got {}", function,
                 f.param_types.size(), args.size());
-  ArgumentChecker checker(d.adts, function);
-  for (std::size_t i = 0; i < args.size(); ++i)
-    checker.check(i, f.param_names[i], f.param_types[i], args[i]);
+  // A tensor whose type has no symbolic dim is checked here; the rest
+  // (symbols, tuples, ADTs) and every mismatch go to the ArgumentChecker,
+  // which relates symbols across arguments and words the error.
+  std::optional<ArgumentChecker> checker;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (fits_tensor_without_symbols(f.param_types[i], args[i])) continue;
+    if (!checker) checker.emplace(d.adts, function);
+    checker->check(i, f.param_names[i], f.param_types[i], args[i]);
+  }
 
   const auto start =
       impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -216,6 +216,11 @@ TEST_CASE("jit: kernels check the dims and dtypes they are given", "[jit]") {
   Tensor wrong = Tensor::empty({3, 2}, DType::f32);
   CHECK_NIMBLE_ERROR(run_op(ops::sub(), types, {x, x}, {wrong}), ErrorKind::runtime_error,
                      "sub: output sub was allocated as [3, 2], but its dim 0 is 1 (n)");
+  // An undefined tensor (of the default dtype and rank 0) is named.
+  const std::vector<ir::Type> scalars{f32({}), f32({})};
+  Tensor scalar_out = Tensor::empty({}, DType::f32);
+  CHECK_NIMBLE_ERROR(run_op(ops::sub(), scalars, {Tensor::scalar(1.0f), Tensor()}, {scalar_out}),
+                     ErrorKind::invalid_argument, "sub: input b is an undefined tensor");
   // A rule's check: Any dims that do not broadcast at run time.
   const std::vector<ir::Type> any{f32({ir::Any, 3}), f32({ir::Any, 1})};
   Tensor sum = Tensor::empty({2, 3}, DType::f32);

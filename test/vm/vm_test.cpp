@@ -259,18 +259,28 @@ TEST_CASE("VM: an executable saved and loaded runs with the same results", "[vm]
   CHECK(same_value(reloaded.invoke("tree_lstm", args), original.invoke("tree_lstm", args)));
 }
 
-TEST_CASE("VM: a value's register and memory are reused once it is dead", "[vm]") {
-  // 200 ops, each output 4 KiB: with every value kept to the end the frame
-  // would hold 200 buffers; with registers reused, a dead output's storage
-  // goes back to the pool when its register is overwritten. Both arms of the
-  // `if` write the result; `x` stays live across the chain into the second.
+namespace {
+
+// @chain(x: f32[1024], flag): y = x, then 100 times y = y * 1.001 + 0.5
+// (200 ops, each output 4 KiB); returns y if flag else y - x.
+ir::Module chain_with_branch() {
   Builder b;
   b.entry(b.def("chain", {{"x", f32({1024})}, {"flag", bool_t({})}}, [](Expr x, Expr flag) {
     Expr y = x;
     for (int i = 0; i < 100; ++i) y = (y * 1.001) + 0.5;
     return if_(flag, [&] { return y; }, [&] { return y - x; });
   }));
-  const ir::Module m = b.build();
+  return b.build();
+}
+
+}  // namespace
+
+TEST_CASE("VM: a value's register and memory are reused once it is dead", "[vm]") {
+  // 200 ops, each output 4 KiB: with every value kept to the end the frame
+  // would hold 200 buffers; with registers reused, a dead output's storage
+  // goes back to the pool when its register is overwritten. Both arms of the
+  // `if` write the result; `x` stays live across the chain into the second.
+  const ir::Module m = chain_with_branch();
   const vm::Executable exe = compile(m);
   const std::string text = exe.disassemble();
   const std::size_t at = text.find("registers: ");
@@ -302,13 +312,7 @@ TEST_CASE("VM: memory planning puts a function's intermediates in one arena", "[
   // The chain of the test above: 200 kernel outputs of 4 KiB. Planned, its
   // intermediates share one arena allocated on entry; only what is returned
   // (y, or y - x) has its own storage.
-  Builder b;
-  b.entry(b.def("chain", {{"x", f32({1024})}, {"flag", bool_t({})}}, [](Expr x, Expr flag) {
-    Expr y = x;
-    for (int i = 0; i < 100; ++i) y = (y * 1.001) + 0.5;
-    return if_(flag, [&] { return y; }, [&] { return y - x; });
-  }));
-  const ir::Module m = b.build();
+  const ir::Module m = chain_with_branch();
   vm::VirtualMachine planned(compile(m));
   vm::VirtualMachine unplanned(compile(m, {.plan_memory = false}));
   planned.set_kernel_provider("reference");

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "nimble/runtime/storage.hpp"
 #include "nimble/runtime/threading.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
@@ -80,7 +82,7 @@ class CpuKernel final : public Kernel {
       const Signature& expected = signatures_[i];
       if (t.dtype() != expected.dtype || t.rank() != expected.rank) [[unlikely]]
         mismatch(t, i, num_in);
-      data[i] = const_cast<void*>(t.raw_data());  // outputs are the kernel's to write
+      data[i] = host_data(t, i, num_in);
       dims[i] = t.shape().begin();
     }
     const std::size_t num_sched = 2 * stages_.size() + num_temps_;
@@ -146,6 +148,24 @@ class CpuKernel final : public Kernel {
                         }
                       });
     if (const std::int32_t code = failed.load()) fail(code, failure_info, inputs, outputs);
+  }
+
+  // The first element of `t`, buffer `i` (the kernel writes the outputs):
+  // Tensor::raw_data's checks, less its dtype test (the caller made it).
+  void* host_data(const Tensor& t, std::size_t i, std::size_t num_in) const {
+    const Ref<Storage>& storage = t.storage();
+    if (!storage || !storage->device().is_cpu()) [[unlikely]]
+      not_on_host(t, i, num_in);
+    return static_cast<std::byte*>(storage->data()) + t.byte_offset();
+  }
+
+  [[noreturn]] void not_on_host(const Tensor& t, std::size_t i, std::size_t num_in) const {
+    const te::Tensor& p = ir_.buffers[i].tensor;
+    if (!t.storage())
+      throw_error(ErrorKind::invalid_argument, "{}: {} {} is an undefined tensor", ir_.name,
+                  i < num_in ? "input" : "output", p.name());
+    throw_error(ErrorKind::invalid_argument, "{}: {} {} is on {}, not on the host", ir_.name,
+                i < num_in ? "input" : "output", p.name(), to_string(t.device()));
   }
 
   [[noreturn]] void mismatch(const Tensor& t, std::size_t i, std::size_t num_in) const {
