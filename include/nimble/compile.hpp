@@ -7,12 +7,17 @@
 namespace nimble {
 
 struct CompileOptions {
+  /// Groups op calls into fused kernels (one launch each): elementwise and
+  /// injective chains, reductions with their injective producers and
+  /// consumers, dense / matmul with their elementwise epilogue; never across
+  /// `if`, `match` or calls. Off: one kernel per op.
+  bool fuse_ops = true;
   /// Per function, the intermediate buffers of static size that stay in the
   /// function share one arena allocated on entry, placed by liveness over
   /// every control-flow path (one allocation per call instead of one per
   /// op). Off: every kernel output has its own allocation.
   bool plan_memory = true;
-  // Later issues add: fusion, buckets, targets.
+  // Later issues add: buckets, targets.
 };
 
 /// Compiles a type-checked module (Builder::build, or ir::verify and

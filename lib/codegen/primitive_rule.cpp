@@ -70,6 +70,21 @@ class RuleBuilder {
       }
       case ir::ExprKind::call:
         return call(*e.as<ir::CallNode>());
+      case ir::ExprKind::constant: {
+        // A fused group's scalar constant: a rank-0 stage the kernel folds.
+        const Tensor& value = e.as<ir::ConstantNode>()->value;
+        if (value.rank() != 0) break;
+        te::Expr c;
+        switch (value.dtype()) {
+          case DType::f32:
+          case DType::f64: c = te::constant(value.dtype(), value.element_as_double(0)); break;
+          case DType::i64: c = te::int_imm(*value.data<std::int64_t>(), DType::i64); break;
+          case DType::i32: c = te::int_imm(*value.data<std::int32_t>(), DType::i32); break;
+          case DType::boolean: c = te::int_imm(*value.data<bool>() ? 1 : 0, DType::boolean); break;
+          default: throw Declined{};
+        }
+        return {te::compute({}, "constant", [&](std::span<const te::Var>) { return c; }), {}};
+      }
       default:
         break;
     }

@@ -1,6 +1,8 @@
 #include "eval/reference_provider.hpp"
 
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 
 #include "ir/op.hpp"
 #include "nimble/ir/module.hpp"
@@ -84,6 +86,129 @@ class ShapeKernel final : public Kernel {
   ir::Attrs attrs_;
 };
 
+// A fused primitive: lets of op calls on its parameters and scalar constants.
+struct FusedBody {
+  struct Step {
+    const ir::VarNode* var;
+    const ir::CallNode* call;
+  };
+  std::vector<const ir::VarNode*> params;
+  std::vector<Step> steps;
+  const ir::VarNode* result = nullptr;
+
+  // nullopt unless `fn`'s body has that form.
+  static std::optional<FusedBody> of(const ir::FunctionNode& fn) {
+    FusedBody b;
+    for (const ir::Expr& p : fn.params) b.params.push_back(p.as<ir::VarNode>());
+    ir::Expr cur = fn.body;
+    while (const auto* let = cur.as<ir::LetNode>()) {
+      const auto* call = let->value.as<ir::CallNode>();
+      if (!call || !call->callee.as<ir::OpNode>()) return std::nullopt;
+      b.steps.push_back({let->var.as<ir::VarNode>(), call});
+      cur = let->body;
+    }
+    b.result = cur.as<ir::VarNode>();
+    if (b.steps.empty() || !b.result) return std::nullopt;
+    return b;
+  }
+
+  // Runs the steps on `inputs` with `step(op, args, attrs)` giving each
+  // value; returns the result's. T is a Value (the kernel) or an ir::Type
+  // (the shape function).
+  template <class T, class ConstFn, class StepFn>
+  T run(std::span<const T> inputs, ConstFn&& constant, StepFn&& step) const {
+    std::unordered_map<const ir::VarNode*, T> env;
+    for (std::size_t i = 0; i < params.size(); ++i) env.emplace(params[i], inputs[i]);
+    std::vector<T> args;
+    for (const Step& s : steps) {
+      args.clear();
+      for (const ir::Expr& a : s.call->args) {
+        if (const auto* v = a.as<ir::VarNode>()) {
+          args.push_back(env.at(v));
+        } else {
+          args.push_back(constant(a.as<ir::ConstantNode>()->value));
+        }
+      }
+      const ir::OpDef& op = *s.call->callee.as<ir::OpNode>()->def;
+      try {
+        env.insert_or_assign(s.var, step(op, std::span<const T>(args), s.call->attrs));
+      } catch (Error& e) {
+        throw e.with_context(op.name);
+      }
+    }
+    return env.at(result);
+  }
+};
+
+// A fused primitive, op by op with the reference kernels.
+class FusedKernel final : public Kernel {
+ public:
+  FusedKernel(ir::Module m, FusedBody body) : module_(std::move(m)), body_(std::move(body)) {}
+  void run(TensorRefs inputs, TensorRefs outputs) const override {
+    run_values(as_values(inputs), outputs);
+  }
+  void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
+    const Value result = body_.run<Value>(
+        inputs, [](const Tensor& c) { return Value(c); },
+        [](const ir::OpDef& op, std::span<const Value> args, const ir::Attrs& attrs) {
+          return op.reference(args, attrs);
+        });
+    NIMBLE_ASSERT(result.is_tensor() && outputs.size() == 1, "a fused group gives one tensor");
+    copy_into(result.tensor(), *outputs[0], "fused kernel");
+  }
+
+ private:
+  ir::Module module_;  // owns the nodes body_ points into
+  FusedBody body_;
+};
+
+ir::Type concrete_type(const Tensor& t) {
+  return ir::tensor_type(std::vector<ir::Dim>(t.shape().begin(), t.shape().end()), t.dtype());
+}
+
+// A fused primitive's shape function: its ops' type relations on the
+// inputs' concrete types (fused groups hold no op whose shape depends on data).
+class FusedShapeKernel final : public Kernel {
+ public:
+  FusedShapeKernel(ir::Module m, FusedBody body) : module_(std::move(m)), body_(std::move(body)) {}
+  void run(TensorRefs inputs, TensorRefs outputs) const override {
+    std::vector<ir::Type> types;
+    for (const Tensor* t : inputs) types.push_back(concrete_type(*t));
+    const ir::Type result = body_.run<ir::Type>(
+        types, [](const Tensor& c) { return concrete_type(c); },
+        [](const ir::OpDef& op, std::span<const ir::Type> args, const ir::Attrs& attrs) {
+          try {
+            return op.type_relation(args, attrs);
+          } catch (const Error& e) {
+            // With every dim known, a type error is a run-time shape mismatch.
+            throw Error(ErrorKind::invalid_argument, e.message());
+          }
+        });
+    const auto* t = result.as<ir::TensorTypeNode>();
+    NIMBLE_ASSERT(t != nullptr && outputs.size() == 1, "a fused group gives one tensor");
+    Tensor out = *outputs[0];
+    if (out.numel() != static_cast<std::int64_t>(t->rank()))
+      throw_error(ErrorKind::runtime_error, "fused shape function: rank {}, the type says {}",
+                  t->rank(), out.numel());
+    for (std::size_t d = 0; d < t->rank(); ++d) {
+      if (!t->shape[d].is_fixed())
+        throw_error(ErrorKind::runtime_error,
+                    "fused shape function: dim {} of {} is not determined by the input shapes", d,
+                    ir::to_string(result));
+      out.data<std::int64_t>()[d] = t->shape[d].value();
+    }
+  }
+  void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
+    std::vector<const Tensor*> tensors;
+    for (const Value& v : inputs) tensors.push_back(&v.tensor());
+    run(tensors, outputs);
+  }
+
+ private:
+  ir::Module module_;
+  FusedBody body_;
+};
+
 class ReferenceProvider final : public KernelProvider {
  public:
   std::string_view name() const noexcept override { return "reference"; }
@@ -94,7 +219,15 @@ class ReferenceProvider final : public KernelProvider {
     const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();
     const auto* call = fn ? fn->body.as<ir::CallNode>() : nullptr;
     const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
-    if (!op) return {};  // a fused primitive: not (yet) served by reference kernels
+    if (!op) {
+      std::optional<FusedBody> body = fn ? FusedBody::of(*fn) : std::nullopt;
+      if (!body) return {};
+      for (const FusedBody::Step& s : body->steps)
+        if (!s.call->callee.as<ir::OpNode>()->def->reference) return {};
+      if (prim.kind == PrimitiveKind::shape_function)
+        return make_ref<FusedShapeKernel>(m, std::move(*body));
+      return make_ref<FusedKernel>(m, std::move(*body));
+    }
     if (prim.kind == PrimitiveKind::shape_function)
       return make_ref<ShapeKernel>(*op->def, call->attrs);
     if (!op->def->reference) return {};

@@ -131,7 +131,7 @@ Expr tuple_get(Expr t, std::uint32_t index, SourceLoc loc) {
   return Expr(make_ref<TupleGetNode>(std::move(t), index, loc));
 }
 
-Expr function(std::vector<Expr> params, Type ret_type, Expr body, SourceLoc loc) {
+Expr function(std::vector<Expr> params, Type ret_type, Expr body, SourceLoc loc, bool primitive) {
   for (const Expr& p : params) {
     require_var(p, "function parameter");
     if (!p.as<VarNode>()->type_annotation.defined())
@@ -139,7 +139,8 @@ Expr function(std::vector<Expr> params, Type ret_type, Expr body, SourceLoc loc)
                   p.as<VarNode>()->name);
   }
   require(body, "function", "body");
-  return Expr(make_ref<FunctionNode>(std::move(params), std::move(ret_type), std::move(body), loc));
+  return Expr(
+      make_ref<FunctionNode>(std::move(params), std::move(ret_type), std::move(body), loc, primitive));
 }
 
 Expr match(Expr value, std::vector<Clause> clauses, SourceLoc loc) {

@@ -513,7 +513,7 @@ class Parser {
   Expr parse_braced_body();
   [[gnu::noinline]] Expr parse_if();
   [[gnu::noinline]] Expr parse_match();
-  [[gnu::noinline]] Expr parse_closure();
+  [[gnu::noinline]] Expr parse_closure(bool primitive = false);
   [[gnu::noinline]] Expr parse_tensor_constant();
   [[gnu::noinline]] Expr parse_scalar_literal(const Token& t);
   [[gnu::noinline]] Expr parse_negative_literal();
@@ -901,6 +901,11 @@ Expr Parser::parse_named() {
   const std::string_view word = peek().text;
   if (word == "const") return parse_tensor_constant();
   if (word == "fn") return parse_closure();
+  // `primitive fn (...) {...}`: a fused group (FunctionNode::primitive).
+  if (word == "primitive" && peek(1).kind == Tok::name && peek(1).text == "fn") {
+    next();
+    return parse_closure(/*primitive=*/true);
+  }
   if (word == "if") return parse_if();
   if (word == "match") return parse_match();
   if (is_reserved(word)) fail_expected("an expression");
@@ -1032,7 +1037,7 @@ Expr Parser::parse_match() {
   return match(std::move(value), std::move(clauses), loc(keyword));
 }
 
-Expr Parser::parse_closure() {
+Expr Parser::parse_closure(bool primitive) {
   const Token& keyword = next();
   const std::size_t mark = scope_mark();
   std::vector<Expr> params = parse_params();
@@ -1040,7 +1045,7 @@ Expr Parser::parse_closure() {
   if (accept(Tok::arrow)) ret = parse_type();
   Expr body = parse_braced_body();
   unbind_to(mark);
-  return function(std::move(params), std::move(ret), std::move(body), loc(keyword));
+  return function(std::move(params), std::move(ret), std::move(body), loc(keyword), primitive);
 }
 
 /// `const f32[2, 2] [1, 2, 3, 4]`: a tensor type with static dims, then the

@@ -408,7 +408,7 @@ void Printer::print_match(const MatchNode& node) {
 }
 
 void Printer::print_closure(const FunctionNode& fn) {
-  out_ += "fn ";
+  out_ += fn.primitive ? "primitive fn " : "fn ";
   print_params(fn.params);
   if (fn.ret_type.defined()) out_ += " -> " + to_string(fn.ret_type);
   out_ += ' ';

@@ -144,9 +144,16 @@ class Verifier {
       case ExprKind::function: {
         const auto& n = *e.as<FunctionNode>();
         check_type(n.ret_type, nullptr, "return type");
+        // A primitive function captures nothing: only its parameters are in scope.
+        std::unordered_set<const VarNode*> outer;
+        if (n.primitive) {
+          check_primitive_body(n.body);
+          outer.swap(scope_);
+        }
         for (const Expr& p : n.params) bind(p);
         check(n.body);
         for (const Expr& p : n.params) unbind(p);
+        if (n.primitive) outer.swap(scope_);
         return;
       }
       case ExprKind::match: {
@@ -161,6 +168,26 @@ class Verifier {
         return;
       }
     }
+  }
+
+  // A primitive function's body: lets of calls of ops with compute rules on
+  // variables and constants, ending in one of its variables or such a call.
+  static void check_primitive_body(const Expr& body) {
+    auto check_call = [](const Expr& value) {
+      const auto* call = value.as<CallNode>();
+      const auto* op = call ? call->callee.as<OpNode>() : nullptr;
+      if (!op || op->def->pattern == OpPattern::opaque)
+        ill_formed(value, "a primitive function computes only calls of fusable ops");
+      for (const Expr& a : call->args)
+        if (!a.as<VarNode>() && !a.as<ConstantNode>())
+          ill_formed(a, "a primitive function's op arguments are variables or constants");
+    };
+    Expr cur = body;
+    while (const auto* let = cur.as<LetNode>()) {
+      check_call(let->value);
+      cur = let->body;
+    }
+    if (!cur.as<VarNode>()) check_call(cur);
   }
 
   // Iterative over the chain; a let's variable is visible in its body, and

@@ -578,6 +578,7 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   NIMBLE_CASE(ReshapeTensor)
   NIMBLE_CASE(DeviceCopy)
   NIMBLE_CASE(StorageSize)
+  NIMBLE_CASE(MakeShape)
   NIMBLE_CASE(Fatal)
     execute(*ip, r);
     NIMBLE_NEXT();
@@ -699,6 +700,13 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
           throw_error(ErrorKind::invalid_argument, "a tensor of shape {} is too large",
                       to_string(shape));
       set_scalar(r[in.dst], bytes, DType::i64);
+      return;
+    }
+    case Opcode::MakeShape: {
+      Tensor shape = Tensor::empty({static_cast<std::int64_t>(in.b)}, DType::i64);
+      const std::uint32_t* list = d->arg_pool.data() + in.a;
+      for (std::uint32_t k = 0; k < in.b; ++k) shape.data<std::int64_t>()[k] = read_scalar(r[list[k]]);
+      set_tensor(r[in.dst], std::move(shape));
       return;
     }
     case Opcode::Fatal:

@@ -1,7 +1,8 @@
 // Randomly generated programs (support/random_program.hpp) on the VM and on
 // the reference interpreter: both run the same kernels, so results must be
 // exactly equal, and where the interpreter raises an Error the VM must raise
-// one of the same kind. Each program runs on inputs that fit it and on
+// one of the same kind. The compiled programs are fused (fuse_ops): they are
+// held to the interpreted fused program, which is held to the original. Each program runs on inputs that fit it and on
 // inputs with other extents (which may raise), on a VM of the compiled
 // Executable and on one of the Executable saved and loaded again.
 #include <catch2/catch.hpp>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "nimble/nimble.hpp"
+#include "passes/passes.hpp"
 #include "support/random_program.hpp"
 #include "support/same_value.hpp"
 
@@ -89,12 +91,14 @@ TEST_CASE("VM: random programs give the interpreter's results, exactly with its 
     for (const std::string& f : p.features) ++coverage[f];
 
     // Every generated program type-checks and compiles.
-    ir::Module m;
+    ir::Module m, fused;
     std::optional<vm::Executable> exe, reloaded;
     try {
       m = ir::parse(p.text, "random.nir");
       ir::verify(m);
       ir::infer_types(m);
+      fused = passes::fuse_ops(m);
+      ir::verify(fused);
       exe = compile(m);
       reloaded = vm::Executable::load(exe->save());
     } catch (const Error& e) {
@@ -106,8 +110,9 @@ TEST_CASE("VM: random programs give the interpreter's results, exactly with its 
     machine.set_kernel_provider("reference");  // the interpreter's kernels: exact results
     machine_reloaded.set_kernel_provider("reference");
     vm::VirtualMachine machine_jit(*exe);  // the default: JIT kernels
-    // Without memory planning: every kernel output in its own storage.
-    vm::VirtualMachine machine_unplanned(compile(m, {.plan_memory = false}));
+    // Without fusion and memory planning: one kernel per op, every output in
+    // its own storage.
+    vm::VirtualMachine machine_unplanned(compile(m, {.fuse_ops = false, .plan_memory = false}));
     machine_unplanned.set_kernel_provider("reference");
 
     for (const bool redrawn : {false, true}) {
@@ -121,16 +126,25 @@ TEST_CASE("VM: random programs give the interpreter's results, exactly with its 
       } else {
         ++(expected.error ? redrawn_errors : redrawn_ok);
       }
-      check_same_outcome(expected, outcome_of([&] { return machine.invoke(p.entry, args); }),
+      // The fused program, interpreted: the same value exactly (the same
+      // kernels on the same data), or an Error too — fusion moves a group to
+      // its last op, so where two ops fail the other may fail first.
+      const Outcome expected_fused = outcome_of([&] { return evaluate(fused, p.entry, args); });
+      {
+        INFO("fused, interpreted: " << describe(expected_fused) << "\n  unfused: " << describe(expected));
+        CHECK(expected_fused.error.has_value() == expected.error.has_value());
+        if (!expected.error && !expected_fused.error) CHECK(same_value(expected_fused.value, expected.value));
+      }
+      check_same_outcome(expected_fused, outcome_of([&] { return machine.invoke(p.entry, args); }),
                          "compiled");
-      check_same_outcome(expected,
+      check_same_outcome(expected_fused,
                          outcome_of([&] { return machine_reloaded.invoke(p.entry, args); }),
                          "saved and loaded");
       check_same_outcome(expected,
                          outcome_of([&] { return machine_unplanned.invoke(p.entry, args); }),
-                         "compiled without memory planning");
+                         "compiled without fusion and memory planning");
       const Outcome jit = outcome_of([&] { return machine_jit.invoke(p.entry, args); });
-      if (!jit_outcome_matches(expected, jit)) {
+      if (!jit_outcome_matches(expected_fused, jit)) {
         jit_differs.push_back(seed);
         UNSCOPED_INFO("seed " << seed << " with JIT kernels:\n  interpreter: " << describe(expected)
                               << "\n  vm:          " << describe(jit));

@@ -309,12 +309,12 @@ std::uint64_t executed(const vm::Profile& p, std::string_view opcode) {
 }  // namespace
 
 TEST_CASE("VM: memory planning puts a function's intermediates in one arena", "[vm]") {
-  // The chain of the test above: 200 kernel outputs of 4 KiB. Planned, its
-  // intermediates share one arena allocated on entry; only what is returned
-  // (y, or y - x) has its own storage.
+  // The chain of the test above, unfused: 200 kernel outputs of 4 KiB.
+  // Planned, its intermediates share one arena allocated on entry; only what
+  // is returned (y, or y - x) has its own storage.
   const ir::Module m = chain_with_branch();
-  vm::VirtualMachine planned(compile(m));
-  vm::VirtualMachine unplanned(compile(m, {.plan_memory = false}));
+  vm::VirtualMachine planned(compile(m, {.fuse_ops = false}));
+  vm::VirtualMachine unplanned(compile(m, {.fuse_ops = false, .plan_memory = false}));
   planned.set_kernel_provider("reference");
   unplanned.set_kernel_provider("reference");
   planned.set_profiling(true);
@@ -330,7 +330,7 @@ TEST_CASE("VM: memory planning puts a function's intermediates in one arena", "[
     CHECK(executed(unplanned.profile(), "AllocStorage") == (flag ? 200u : 201u));
     CHECK(executed(planned.profile(), "AllocStorage") == (flag ? 2u : 3u));
     // The peak, with JIT kernels (the reference ones allocate temporaries).
-    vm::VirtualMachine jit(compile(m));
+    vm::VirtualMachine jit(compile(m, {.fuse_ops = false}));
     const Value warm = jit.invoke("chain", {x, Tensor::scalar(flag)});
     CHECK(close_value(warm, expected, {.rtol = 1e-4, .atol = 1e-4}));
     reset_engine_stats();

@@ -229,11 +229,19 @@ class TupleGetNode final : public ExprNode {
 class FunctionNode final : public ExprNode {
  public:
   static constexpr ExprKind kKind = ExprKind::function;
-  FunctionNode(std::vector<Expr> p, Type r, Expr b, SourceLoc l)
-      : ExprNode(kKind, l), params(std::move(p)), ret_type(std::move(r)), body(std::move(b)) {}
+  FunctionNode(std::vector<Expr> p, Type r, Expr b, SourceLoc l, bool prim = false)
+      : ExprNode(kKind, l),
+        params(std::move(p)),
+        ret_type(std::move(r)),
+        body(std::move(b)),
+        primitive(prim) {}
   const std::vector<Expr> params;  ///< Vars, each with a type annotation
   const Type ret_type;             ///< declared return type; undefined = inferred
   const Expr body;
+  /// A fused group of ops (made by the fuse_ops pass, printed `primitive fn`):
+  /// its body is lets of op calls on its parameters and scalar constants, it
+  /// captures nothing, and a compiler runs it as one kernel.
+  const bool primitive;
 };
 
 // --- Patterns --------------------------------------------------------------------
@@ -320,7 +328,8 @@ class MatchNode final : public ExprNode {
 [[nodiscard]] Expr if_then_else(Expr cond, Expr then_branch, Expr else_branch, SourceLoc loc = {});
 [[nodiscard]] Expr tuple(std::vector<Expr> fields, SourceLoc loc = {});
 [[nodiscard]] Expr tuple_get(Expr tuple, std::uint32_t index, SourceLoc loc = {});
-[[nodiscard]] Expr function(std::vector<Expr> params, Type ret_type, Expr body, SourceLoc loc = {});
+[[nodiscard]] Expr function(std::vector<Expr> params, Type ret_type, Expr body, SourceLoc loc = {},
+                            bool primitive = false);
 [[nodiscard]] Expr match(Expr value, std::vector<Clause> clauses, SourceLoc loc = {});
 [[nodiscard]] Pattern pattern_wildcard();
 [[nodiscard]] Pattern pattern_var(Expr var);

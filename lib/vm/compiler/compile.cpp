@@ -6,6 +6,7 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "eval/reference_provider.hpp"
 #include "nimble/compile.hpp"
+#include "passes/passes.hpp"
 #include "support/check.hpp"
 #include "vm/compiler/compiler.hpp"
 #include "vm/compiler/signature_from_ir.hpp"
@@ -128,7 +129,10 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     register_reference_provider();
     codegen::register_jit_provider();
   });
-  auto data = std::make_shared<vm::ExecutableData>(vm::ModuleCompiler(module, {.plan_memory = options.plan_memory}).run());
+  // Fusion first: memory is manifested and planned per fused kernel.
+  const ir::Module optimized = options.fuse_ops ? passes::fuse_ops(module) : module;
+  auto data = std::make_shared<vm::ExecutableData>(
+      vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory}).run());
   vm::verify(*data);  // the emitter's own check: a failure here is a compiler bug
   return vm::Executable(std::move(data));
 }

@@ -124,6 +124,9 @@ class FunctionCompiler {
   std::uint32_t compile_value(const ir::Expr& e);
   void compile_tail(const ir::Expr& e);
   std::uint32_t compile_op_call(const ir::CallNode& call);
+  /// An op call or a call of a primitive (fused) function as one kernel;
+  /// `what` names it in messages.
+  std::uint32_t compile_kernel_call(const ir::CallNode& call, std::string_view what);
   /// Compiles `match`; in tail position each clause returns, else the result
   /// is in the returned register.
   std::uint32_t compile_match(const ir::MatchNode& match, bool tail);

@@ -196,6 +196,7 @@ std::uint32_t FunctionCompiler::compile_if(const ir::IfNode& node, bool tail) {
 // calls go to compile_op_call. Returns kNoReg after a TailCall.
 std::uint32_t FunctionCompiler::compile_call(const ir::CallNode& call, bool tail) {
   if (call.callee.as<ir::OpNode>()) return compile_op_call(call);
+  if (const auto* fn = call.callee.as<ir::FunctionNode>(); fn && fn->primitive) return compile_op_call(call);
   std::vector<std::uint32_t> args = compile_args(call.args);
   if (const auto* ctor = call.callee.as<ir::ConstructorNode>()) {
     const std::uint32_t dst = new_reg();

@@ -42,7 +42,7 @@ std::optional<DType> vm_scalar(const ir::Type& t) {
   return std::nullopt;
 }
 
-std::vector<const ir::TensorTypeNode*> output_types(const ir::CallNode& call, const ir::OpDef& op) {
+std::vector<const ir::TensorTypeNode*> output_types(const ir::CallNode& call, std::string_view what) {
   const ir::Type& t = call.checked_type;
   if (const auto* tensor = t.as<ir::TensorTypeNode>()) return {tensor};
   std::vector<const ir::TensorTypeNode*> out;
@@ -55,7 +55,7 @@ std::vector<const ir::TensorTypeNode*> output_types(const ir::CallNode& call, co
     if (out.size() == tuple->fields.size()) return out;
   }
   throw_error(ErrorKind::not_supported, "not supported: the VM cannot hold the result of {} ({})",
-              op.name, ir::to_string(t));
+              what, ir::to_string(t));
 }
 
 std::optional<std::vector<std::int64_t>> static_shape(const ir::TensorTypeNode& t) {
@@ -130,9 +130,66 @@ std::vector<std::uint32_t> shapes_from_shape_function(FunctionCompiler& fc, cons
   return shapes;
 }
 
+// The i64 shape registers of `call`'s outputs built by the VM itself when
+// every dim of their types is a constant or a symbol that some tensor
+// argument's type has: dims of the arguments then are the output's (type
+// inference related them; the kernel checks what the types leave open), and
+// no shape function runs. nullopt if some dim is Any or a symbol no
+// argument carries.
+std::optional<std::vector<std::uint32_t>> shapes_from_types(
+    FunctionCompiler& fc, const ir::CallNode& call, const std::vector<std::uint32_t>& inputs,
+    const std::vector<const ir::TensorTypeNode*>& outs) {
+  struct Source {
+    std::size_t arg;
+    std::uint32_t dim;
+  };
+  std::vector<std::vector<std::optional<Source>>> plan;
+  for (const ir::TensorTypeNode* t : outs) {
+    std::vector<std::optional<Source>>& dims = plan.emplace_back();
+    for (const ir::Dim& d : t->shape) {
+      if (d.is_fixed()) {
+        dims.emplace_back();
+        continue;
+      }
+      if (!d.is_symbol()) return std::nullopt;
+      std::optional<Source> found;
+      for (std::size_t i = 0; i < call.args.size() && !found; ++i) {
+        const auto* a = call.args[i].type().as<ir::TensorTypeNode>();
+        if (!a) continue;
+        for (std::size_t k = 0; k < a->rank() && !found; ++k)
+          if (a->shape[k].is_symbol() && a->shape[k].name() == d.name())
+            found = Source{i, static_cast<std::uint32_t>(k)};
+      }
+      if (!found) return std::nullopt;
+      dims.push_back(found);
+    }
+  }
+  std::vector<std::uint32_t> shapes;
+  for (std::size_t o = 0; o < outs.size(); ++o) {
+    std::vector<std::uint32_t> dims;
+    for (std::size_t k = 0; k < plan[o].size(); ++k) {
+      const std::uint32_t reg = fc.new_reg();
+      if (const std::optional<Source>& s = plan[o][k]) {
+        fc.emit({.opcode = Opcode::TensorDim, .dst = reg, .a = inputs[s->arg], .b = s->dim});
+      } else {
+        const auto bits = static_cast<std::uint64_t>(outs[o]->shape[k].value());
+        fc.emit({.opcode = Opcode::LoadConsti, .aux = static_cast<std::uint8_t>(DType::i64), .dst = reg,
+                 .a = static_cast<std::uint32_t>(bits), .b = static_cast<std::uint32_t>(bits >> 32)});
+      }
+      dims.push_back(reg);
+    }
+    const std::uint32_t shape = fc.new_reg();
+    fc.emit({.opcode = Opcode::MakeShape, .dst = shape, .a = fc.module_compiler().args(dims),
+             .b = static_cast<std::uint32_t>(dims.size())});
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
+
 }  // namespace
 
 std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
+  if (call.callee.as<ir::FunctionNode>()) return compile_kernel_call(call, "a fused kernel");
   const ir::OpDef& op = *call.callee.as<ir::OpNode>()->def;
 
   // Scalar integer work: the VM's own instructions.
@@ -181,15 +238,13 @@ std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
     }
   }
 
-  const std::vector<const ir::TensorTypeNode*> outs = output_types(call, op);
-  const std::vector<std::uint32_t> inputs = compile_args(call.args);
-  bool dynamic = false;
-  for (const ir::TensorTypeNode* t : outs) dynamic = dynamic || !static_shape(*t);
-
   // A reshape is a view of its input with the new shape. The shape function
   // also checks what the op demands of its input (squeeze's dims are 1), so
   // it is skipped only when the input's shape is static too.
-  if (is_view(op) && outs.size() == 1) {
+  if (is_view(op)) {
+    const std::vector<const ir::TensorTypeNode*> outs = output_types(call, op.name);
+    const std::vector<std::uint32_t> inputs = compile_args(call.args);
+    const bool dynamic = !static_shape(*outs[0]);
     const auto* in_type = call.args[0].type().as<ir::TensorTypeNode>();
     std::uint32_t shape;
     if (dynamic || !in_type || !static_shape(*in_type)) {
@@ -204,12 +259,23 @@ std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
     emit({.opcode = Opcode::ReshapeTensor, .dst = dst, .a = inputs[0], .b = shape});
     return dst;
   }
+  return compile_kernel_call(call, op.name);
+}
 
+// A kernel call (one op, or a fused group): its outputs allocated with
+// static shapes where the type gives them and from the call's shape
+// function where it does not, then one InvokePacked.
+std::uint32_t FunctionCompiler::compile_kernel_call(const ir::CallNode& call, std::string_view what) {
+  const std::vector<const ir::TensorTypeNode*> outs = output_types(call, what);
+  const std::vector<std::uint32_t> inputs = compile_args(call.args);
+  bool dynamic = false;
+  for (const ir::TensorTypeNode* t : outs) dynamic = dynamic || !static_shape(*t);
   std::vector<std::uint32_t> results;
   if (dynamic) {
-    const std::vector<std::uint32_t> shapes = shapes_from_shape_function(*this, call, inputs, outs);
+    std::optional<std::vector<std::uint32_t>> shapes = shapes_from_types(*this, call, inputs, outs);
+    if (!shapes) shapes = shapes_from_shape_function(*this, call, inputs, outs);
     for (std::size_t k = 0; k < outs.size(); ++k)
-      results.push_back(alloc_dynamic(*this, shapes[k], outs[k]->dtype));
+      results.push_back(alloc_dynamic(*this, (*shapes)[k], outs[k]->dtype));
   } else {
     for (const ir::TensorTypeNode* t : outs) results.push_back(alloc_static(*this, *static_shape(*t), t->dtype));
   }

@@ -3,6 +3,9 @@
 // is self-contained (a kernel provider rebuilds it with ir::parse) and its
 // content hash identifies it across modules and processes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "vm/compiler/compiler.hpp"
 
@@ -27,27 +30,49 @@ std::uint32_t num_results(const ir::Type& t) {
   return 1;
 }
 
+// "fused_dense_reshape_transpose": the distinct ops of a fused group, in
+// order (the first four).
+std::string fused_name(const ir::FunctionNode& fn) {
+  std::vector<std::string_view> names;
+  ir::Expr cur = fn.body;
+  while (const auto* let = cur.as<ir::LetNode>()) {
+    const std::string_view name = let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    cur = let->body;
+  }
+  if (names.size() > 4) names.resize(4);
+  return fmt::format("fused_{}", fmt::join(names, "_"));
+}
+
 }  // namespace
 
 std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind) {
-  const ir::OpDef& op = *call.callee.as<ir::OpNode>()->def;
   ir::Module m;
-  bool uses_adt = false;
-  std::vector<ir::Expr> params;
-  for (std::size_t i = 0; i < call.args.size(); ++i) {
-    const ir::Type& t = call.args[i].type();
-    uses_adt = uses_adt || mentions_adt(t);
-    params.push_back(ir::var(fmt::format("p{}", i), t));
+  std::string base;
+  if (const auto* fused = call.callee.as<ir::FunctionNode>()) {
+    // A fused group is already a closed function of its parameters.
+    m.add_function("prim", call.callee);
+    base = fused_name(*fused);
+  } else {
+    const ir::OpDef& op = *call.callee.as<ir::OpNode>()->def;
+    bool uses_adt = false;
+    std::vector<ir::Expr> params;
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const ir::Type& t = call.args[i].type();
+      uses_adt = uses_adt || mentions_adt(t);
+      params.push_back(ir::var(fmt::format("p{}", i), t));
+    }
+    if (uses_adt)
+      for (const ir::AdtDef& adt : module_.adts()) m.add_adt(adt);
+    ir::Expr body = ir::call(ir::op_ref(op), params, call.attrs);
+    m.add_function("prim", ir::function(params, call.checked_type, body));
+    base = op.name;
   }
-  if (uses_adt)
-    for (const ir::AdtDef& adt : module_.adts()) m.add_adt(adt);
-  ir::Expr body = ir::call(ir::op_ref(op), params, call.attrs);
-  m.add_function("prim", ir::function(params, call.checked_type, body));
   std::string source = ir::print(m);
+  if (kind == PrimitiveKind::shape_function) base += "_shape";
 
   auto key = std::make_pair(kind, source);
   if (auto it = primitives_.find(key); it != primitives_.end()) return it->second;
-  std::string base = fmt::format("{}{}", op.name, kind == PrimitiveKind::shape_function ? "_shape" : "");
   const std::uint32_t count = op_counts_[base]++;
   PrimitiveInfo info{
       .name = fmt::format("{}_{}", base, count),

@@ -1,0 +1,291 @@
+// fuse_ops: groups op calls into primitive functions, each of which a code
+// generator compiles as one kernel (one launch, intermediates in registers or
+// in the kernel's own scratch).
+//
+// Groups form inside one let chain (a straight-line block): never across
+// `if`, `match` or function boundaries, so every control-flow path runs whole
+// groups. A producer joins its consumer's group when the consumer is its only
+// user (it then dies inside the kernel) and the patterns allow it (OpPattern
+// in ir/op.hpp). This is Relay's dominator-based FuseOps restricted to
+// single-user producers, whose consumer is then their immediate post-dominator:
+//   - elementwise, broadcast and injective ops chain freely;
+//   - a reduction takes injective producers (they inline into its source) and
+//     injective consumers (its epilogue);
+//   - dense / matmul take injective consumers only (bias, activation,
+//     residual, a head transpose): their inputs stay packed buffers;
+//   - a reduction also takes a producer group that has a matmul or another
+//     reduction: that stage stays materialized in the kernel's scratch (the
+//     residual layer_norm after a dense, a softmax after its batch_matmul);
+//   - an injective consumer joins at most one group with such an anchor.
+// With single-user producers every group has exactly one output, its last
+// op, whose let keeps its variable; the other members disappear from the
+// block. Ops that the VM runs itself (integer scalars, shapes) or whose
+// output shape depends on data are never fused, and a group of one op, or of
+// views only (reshapes stay views), is left as it is.
+//
+// A group becomes `let %root = (primitive fn (%p0, ...) { lets })(args)`: its
+// parameters are the values it reads from outside (variables and constants
+// other than floating-point scalars, which stay inside for kernels to fold).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/op.hpp"
+#include "ir/visitor.hpp"
+#include "nimble/ir/module.hpp"
+#include "ops/ops.hpp"
+#include "ops/shape_function.hpp"
+#include "passes/passes.hpp"
+#include "support/check.hpp"
+
+namespace nimble::passes {
+
+namespace {
+
+using ir::Expr;
+
+// Uses of each variable in a function (binding occurrences excluded).
+class UseCounter final : public ir::ExprVisitor {
+ public:
+  std::unordered_map<const ir::VarNode*, int> uses;
+
+ protected:
+  void visit_var(const Expr&, const ir::VarNode& v) override { ++uses[&v]; }
+  void visit_let_binding(const Expr&, const ir::LetNode& n) override { visit(n.value); }
+  void visit_function(const Expr&, const ir::FunctionNode& n) override { visit(n.body); }
+  void visit_pattern(const ir::Pattern&) override {}
+};
+
+bool is_view(const ir::OpDef& op) {
+  return &op == &ops::reshape() || &op == &ops::expand_dims() || &op == &ops::squeeze();
+}
+
+bool is_anchor(ir::OpPattern p) {
+  return p == ir::OpPattern::reduction || p == ir::OpPattern::out_elemwise_fusable;
+}
+
+// An op call a kernel can share with others: a fusable op on tensors giving
+// one tensor whose shape follows from the input shapes, and not scalar
+// integer work (loop counters, shape arithmetic), which the VM does itself.
+const ir::OpDef* fusable_op(const Expr& value) {
+  const auto* call = value.as<ir::CallNode>();
+  const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
+  if (!op || op->def->pattern == ir::OpPattern::opaque) return nullptr;
+  if (ops::has_data_dependent_shape(*op->def)) return nullptr;
+  const auto* result = call->checked_type.as<ir::TensorTypeNode>();
+  if (!result) return nullptr;
+  if (result->rank() == 0 && !is_floating(result->dtype)) return nullptr;
+  for (const Expr& a : call->args) {
+    if (!a.type().as<ir::TensorTypeNode>()) return nullptr;
+    if (!a.as<ir::VarNode>() && !a.as<ir::ConstantNode>()) return nullptr;
+  }
+  return op->def;
+}
+
+// A floating-point scalar constant stays inside its group, where the kernel
+// folds it; integer scalars are often index data (an offset, a gathered
+// index) that kernels read from a buffer.
+bool is_scalar_constant(const Expr& e) {
+  const auto* c = e.as<ir::ConstantNode>();
+  return c != nullptr && c->value.rank() == 0 && is_floating(c->value.dtype());
+}
+
+struct Group {
+  std::vector<std::size_t> members;  // binding indices, in block order
+  bool has_anchor = false;
+  bool views_only = true;
+};
+
+class Fuser {
+ public:
+  explicit Fuser(const std::unordered_map<const ir::VarNode*, int>& uses) : uses_(uses) {}
+
+  Expr rewrite(const Expr& e) {
+    switch (e.kind()) {
+      case ir::ExprKind::let: return rewrite_block(e);
+      case ir::ExprKind::call: {
+        const auto* n = e.as<ir::CallNode>();
+        std::vector<Expr> args;
+        for (const Expr& a : n->args) args.push_back(rewrite(a));
+        return ir::call(rewrite(n->callee), std::move(args), n->attrs, n->loc);
+      }
+      case ir::ExprKind::if_: {
+        const auto* n = e.as<ir::IfNode>();
+        return ir::if_then_else(rewrite(n->cond), rewrite(n->then_branch), rewrite(n->else_branch),
+                                n->loc);
+      }
+      case ir::ExprKind::tuple: {
+        std::vector<Expr> fields;
+        for (const Expr& f : e.as<ir::TupleNode>()->fields) fields.push_back(rewrite(f));
+        return ir::tuple(std::move(fields), e->loc);
+      }
+      case ir::ExprKind::tuple_get: {
+        const auto* n = e.as<ir::TupleGetNode>();
+        return ir::tuple_get(rewrite(n->tuple), n->index, n->loc);
+      }
+      case ir::ExprKind::function: {
+        const auto* n = e.as<ir::FunctionNode>();
+        if (n->primitive) return e;
+        return ir::function(n->params, n->ret_type, rewrite(n->body), n->loc);
+      }
+      case ir::ExprKind::match: {
+        const auto* n = e.as<ir::MatchNode>();
+        std::vector<ir::Clause> clauses;
+        for (const ir::Clause& c : n->clauses) clauses.push_back({c.pattern, rewrite(c.body)});
+        return ir::match(rewrite(n->value), std::move(clauses), n->loc);
+      }
+      default: return e;  // leaves
+    }
+  }
+
+ private:
+  struct Binding {
+    Expr var;
+    Expr value;
+    ir::SourceLoc loc;
+  };
+
+  Expr rewrite_block(const Expr& e) {
+    std::vector<Binding> block;
+    Expr cur = e;
+    while (const auto* let = cur.as<ir::LetNode>()) {
+      block.push_back({let->var, let->value, let->loc});
+      cur = let->body;
+    }
+    std::vector<Group> groups;
+    const std::vector<int> group_of = form_groups(block, groups);
+
+    // Rebuild the chain from its end: a root becomes the call of its group's
+    // primitive function, other members vanish, the rest is rewritten.
+    Expr body = rewrite(cur);
+    for (std::size_t i = block.size(); i-- > 0;) {
+      const int g = group_of[i];
+      Expr value;
+      if (g < 0) {
+        value = rewrite(block[i].value);
+      } else if (groups[static_cast<std::size_t>(g)].members.back() == i) {
+        value = fused_call(block, groups[static_cast<std::size_t>(g)]);
+      } else {
+        continue;  // inside its group's kernel
+      }
+      body = ir::let(block[i].var, std::move(value), std::move(body), block[i].loc);
+    }
+    return body;
+  }
+
+  // Assigns each binding a group (or -1) and keeps only groups worth a kernel.
+  std::vector<int> form_groups(const std::vector<Binding>& block, std::vector<Group>& groups) const {
+    std::unordered_map<const ir::VarNode*, std::size_t> index_of;
+    std::vector<int> group_of(block.size(), -1);
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      index_of.emplace(block[i].var.as<ir::VarNode>(), i);
+      const ir::OpDef* op = fusable_op(block[i].value);
+      if (!op) continue;
+      const auto& call = *block[i].value.as<ir::CallNode>();
+
+      // Producer groups whose only user is this call.
+      std::vector<int> producers;
+      std::unordered_map<const ir::VarNode*, int> uses_here;
+      for (const Expr& a : call.args)
+        if (const auto* v = a.as<ir::VarNode>()) ++uses_here[v];
+      for (const auto& [v, n] : uses_here) {
+        const auto it = index_of.find(v);
+        if (it == index_of.end() || group_of[it->second] < 0) continue;
+        if (const auto u = uses_.find(v); u == uses_.end() || u->second != n) continue;
+        producers.push_back(group_of[it->second]);
+      }
+      std::sort(producers.begin(), producers.end());
+
+      // A matmul reads packed inputs: it joins no producer. A reduction
+      // takes any producer group (one with an anchor is materialized in the
+      // kernel's scratch: a residual layer_norm after its dense, a softmax
+      // after its scaled batch_matmul). An injective op takes at most one
+      // group with an anchor, so that a group has one anchor to epilogue.
+      std::vector<int> joined;
+      bool has_anchor = is_anchor(op->pattern);
+      if (op->pattern != ir::OpPattern::out_elemwise_fusable) {
+        const bool reduction = op->pattern == ir::OpPattern::reduction;
+        for (int g : producers) {
+          const Group& pg = groups[static_cast<std::size_t>(g)];
+          if (!reduction && pg.has_anchor && has_anchor) continue;
+          has_anchor = has_anchor || pg.has_anchor;
+          joined.push_back(g);
+        }
+      }
+      Group merged;
+      merged.has_anchor = has_anchor;
+      merged.views_only = is_view(*op);
+      for (int g : joined) {
+        Group& pg = groups[static_cast<std::size_t>(g)];
+        merged.members.insert(merged.members.end(), pg.members.begin(), pg.members.end());
+        merged.views_only = merged.views_only && pg.views_only;
+        pg.members.clear();
+      }
+      merged.members.push_back(i);
+      std::sort(merged.members.begin(), merged.members.end());
+      const int id = static_cast<int>(groups.size());
+      for (std::size_t m : merged.members) group_of[m] = id;
+      groups.push_back(std::move(merged));
+    }
+    // A group of one op, or of views only, stays as it is.
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      const int g = group_of[i];
+      if (g < 0) continue;
+      const Group& group = groups[static_cast<std::size_t>(g)];
+      if (group.members.size() < 2 || group.views_only) group_of[i] = -1;
+    }
+    return group_of;
+  }
+
+  // The call of a new primitive function computing `group`.
+  static Expr fused_call(const std::vector<Binding>& block, const Group& group) {
+    std::unordered_map<const ir::ExprNode*, Expr> inner;  // outer value -> inner var
+    std::vector<Expr> params;
+    std::vector<Expr> args;
+    auto inner_value = [&](const Expr& a) -> Expr {
+      if (is_scalar_constant(a)) return a;
+      if (const auto it = inner.find(a.get()); it != inner.end()) return it->second;
+      Expr p = ir::var(fmt::format("p{}", params.size()), a.type());
+      params.push_back(p);
+      args.push_back(a);
+      inner.emplace(a.get(), p);
+      return p;
+    };
+    std::vector<std::pair<Expr, Expr>> lets;  // inner var, op call
+    for (std::size_t m : group.members) {
+      const auto& call = *block[m].value.as<ir::CallNode>();
+      std::vector<Expr> call_args;
+      for (const Expr& a : call.args) call_args.push_back(inner_value(a));
+      Expr v = ir::var(block[m].var.as<ir::VarNode>()->name);
+      lets.emplace_back(v, ir::call(call.callee, std::move(call_args), call.attrs, call.loc));
+      inner.emplace(block[m].var.get(), v);
+    }
+    Expr body = lets.back().first;
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) body = ir::let(it->first, it->second, body);
+    const Expr& root = block[group.members.back()].value;
+    Expr fn = ir::function(std::move(params), {}, std::move(body), root->loc, /*primitive=*/true);
+    return ir::call(std::move(fn), std::move(args), {}, root->loc);
+  }
+
+  const std::unordered_map<const ir::VarNode*, int>& uses_;
+};
+
+}  // namespace
+
+ir::Module fuse_ops(const ir::Module& module) {
+  ir::Module out;
+  for (const ir::AdtDef& adt : module.adts()) out.add_adt(adt);
+  for (const auto& [name, expr] : module.functions()) {
+    UseCounter counter;
+    counter.visit(expr);
+    Fuser fuser(counter.uses);
+    out.add_function(name, fuser.rewrite(expr));
+  }
+  for (const std::string& entry : module.entries()) out.add_entry(entry);
+  ir::infer_types(out);
+  return out;
+}
+
+}  // namespace nimble::passes
