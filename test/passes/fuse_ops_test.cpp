@@ -1,0 +1,216 @@
+// Golden tests of the passes (lib/passes): input IR text -> the printed
+// result, which must also verify, type-check, print back to itself after
+// parsing, and compute what the input computes (the reference interpreter on
+// both, on random inputs). Differential tests on whole models and on random
+// programs are in [vm] and [models].
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "nimble/nimble.hpp"
+#include "passes/passes.hpp"
+#include "support/same_value.hpp"
+
+using namespace nimble;
+
+namespace {
+
+// Inputs of the test programs: every parameter f32[n, c] with n = 3, or
+// as its type says; seeded values in [-1, 1).
+Value input_for(const ir::Type& t, std::uint64_t& state) {
+  const auto* tensor = t.as<ir::TensorTypeNode>();
+  REQUIRE(tensor != nullptr);
+  std::vector<std::int64_t> dims;
+  for (const ir::Dim& d : tensor->shape) dims.push_back(d.is_fixed() ? d.value() : 3);
+  Tensor x = Tensor::zeros(Shape(std::span<const std::int64_t>(dims)), tensor->dtype);
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
+    switch (tensor->dtype) {
+      case DType::f32: x.data<float>()[i] = static_cast<float>(2 * u - 1); break;
+      case DType::i64: x.data<std::int64_t>()[i] = 4; break;
+      case DType::boolean: x.data<bool>()[i] = u < 0.5; break;
+      default: FAIL("no input of " << to_string(tensor->dtype));
+    }
+  }
+  return x;
+}
+
+void check_golden(const std::string& input, const std::string& expected) {
+  ir::Module m = ir::parse(input, "input.nir");
+  ir::verify(m);
+  ir::infer_types(m);
+  const ir::Module fused = passes::fuse_ops(m);
+  const std::string printed = ir::print(fused);
+  CHECK(printed == expected.substr(1));
+  ir::verify(fused);
+  const ir::Module reparsed = ir::parse(printed, "fused.nir");
+  CHECK(ir::print(reparsed) == printed);
+  ir::verify(reparsed);
+  ir::infer_types(reparsed);
+
+  const std::string name = m.functions()[0].first;
+  const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    std::uint64_t state = seed;
+    std::vector<Value> args;
+    for (const ir::Expr& p : fn->params) args.push_back(input_for(p.as<ir::VarNode>()->type_annotation, state));
+    CHECK(testing::same_value(evaluate(fused, name, args), evaluate(m, name, args)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fuse_ops: an elementwise chain becomes one primitive function, its scalar constant inside", "[passes]") {
+  check_golden(R"(
+entry def @f(%x: f32[n, 4], %b: f32[4]) -> f32[n, 4] {
+  let %a = mul(%x, 2f32);
+  let %c = add(%a, %b);
+  let %d = tanh(%c);
+  %d
+}
+)",
+               R"(
+entry def @f(%x: f32[n, 4], %b: f32[4]) -> f32[n, 4] {
+  let %d = (primitive fn (%p0: f32[n, 4], %p1: f32[4]) {
+    let %a = mul(%p0, 2f32);
+    let %c = add(%a, %p1);
+    let %d_1 = tanh(%c);
+    %d_1
+  })(%x, %b);
+  %d
+}
+)");
+}
+
+TEST_CASE("fuse_ops: dense takes its epilogue but not its producer", "[passes]") {
+  check_golden(R"(
+entry def @f(%x: f32[n, 8], %w: f32[16, 8], %b: f32[16], %r: f32[n, 16]) -> f32[n, 16] {
+  let %t = tanh(%x);
+  let %y = dense(%t, %w, %b);
+  let %g = gelu(%y);
+  let %s = add(%g, %r);
+  %s
+}
+)",
+               R"(
+entry def @f(%x: f32[n, 8], %w: f32[16, 8], %b: f32[16], %r: f32[n, 16]) -> f32[n, 16] {
+  let %t = tanh(%x);
+  let %s = (primitive fn (%p0: f32[n, 8], %p1: f32[16, 8], %p2: f32[16], %p3: f32[n, 16]) {
+    let %y = dense(%p0, %p1, %p2);
+    let %g = gelu(%y);
+    let %s_1 = add(%g, %p3);
+    %s_1
+  })(%t, %w, %b, %r);
+  %s
+}
+)");
+}
+
+TEST_CASE("fuse_ops: a reduction takes its injective producers, and after a dense its residual add", "[passes]") {
+  check_golden(R"(
+entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f32[n, 8], f32[n, 8]) {
+  let %y = dense(%x, %w, %gamma);
+  let %r = add(%x, %y);
+  let %ln = layer_norm(%r, %gamma, %beta, epsilon=1e-5);
+  let %m = mul(%x, 0.125f32);
+  let %s = softmax(%m, axis=-1);
+  let %e = exp(%s);
+  (%ln, %e)
+}
+)",
+               R"(
+entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f32[n, 8], f32[n, 8]) {
+  let %ln = (primitive fn (%p0: f32[n, 8], %p1: f32[8, 8], %p2: f32[8], %p3: f32[8]) {
+    let %y = dense(%p0, %p1, %p2);
+    let %r = add(%p0, %y);
+    let %ln_1 = layer_norm(%r, %p2, %p3, epsilon=1e-05);
+    %ln_1
+  })(%x, %w, %gamma, %beta);
+  let %e = (primitive fn (%p0_1: f32[n, 8]) {
+    let %m = mul(%p0_1, 0.125f32);
+    let %s = softmax(%m, axis=-1);
+    let %e_1 = exp(%s);
+    %e_1
+  })(%x);
+  (%ln, %e)
+}
+)");
+}
+
+TEST_CASE("fuse_ops: nothing to do: shared values, integer scalars, data-dependent shapes, lone views, branches", "[passes]") {
+  check_golden(R"(
+entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32[?]) {
+  let %a = exp(%x);
+  let %b = add(%a, %a);
+  let %j = add(%k, 1i64);
+  let %z = arange(0i64, %j, 1i64);
+  let %u = cast(%z, dtype=f32);
+  let %r = reshape(%b, newshape=[-1]);
+  let %c = if (%flag) {
+    let %t = tanh(%b);
+    %t
+  } else {
+    %a
+  };
+  (%c, %r, %u)
+}
+)",
+               R"(
+entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32[?]) {
+  let %a = exp(%x);
+  let %b = add(%a, %a);
+  let %j = add(%k, 1i64);
+  let %z = arange(0i64, %j, 1i64);
+  let %u = cast(%z, dtype=f32);
+  let %r = reshape(%b, newshape=[-1]);
+  let %c = if (%flag) {
+    let %t = tanh(%b);
+    %t
+  } else {
+    %a
+  };
+  (%c, %r, %u)
+}
+)");
+}
+
+TEST_CASE("fuse_ops: the verifier holds primitive functions to their form", "[passes]") {
+  auto problem = [](const char* text) {
+    try {
+      ir::verify(ir::parse(text, "bad.nir"));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // It captures nothing: only its parameters are in scope.
+  CHECK_THAT(problem(R"(
+def @f(%x: f32[4]) {
+  let %y = (primitive fn (%p: f32[4]) {
+    let %a = add(%p, %x);
+    %a
+  })(%x);
+  %y
+})"),
+             Catch::Contains("%x is used where it is not bound"));
+  // Its body is op calls on variables and constants.
+  CHECK_THAT(problem(R"(
+def @f(%x: f32[4]) {
+  let %y = (primitive fn (%p: f32[4]) {
+    let %a = (%p, %p);
+    %p
+  })(%x);
+  %y
+})"),
+             Catch::Contains("a primitive function computes only calls of fusable ops"));
+  CHECK_THAT(problem(R"(
+def @f(%x: f32[4]) {
+  let %y = (primitive fn (%p: f32[4]) {
+    let %a = add(%p, exp(%p));
+    %a
+  })(%x);
+  %y
+})"),
+             Catch::Contains("op arguments are variables or constants"));
+}
