@@ -1,11 +1,14 @@
 // The command line shared by the model examples:
-//   <model> [--reference] [--print-ir] [--profile] [size ...]
+//   <model> [--reference] [--print-ir] [--profile] [--report] [--dot] [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
 // of ../shared/workloads.md. The model runs on the bytecode VM;
 // --reference selects the reference interpreter instead; --print-ir prints
 // the typed IR first; --profile prints the VM's profile (time per primitive
-// function, count per instruction) after the runs.
+// function, count per instruction) after the runs; --report prints the
+// compile report (per function: kernels before and after fusion, the fused
+// kernels, allocations, the planned arena against its lower bound); --dot
+// prints the fused program as a Graphviz digraph.
 #pragma once
 
 #include <nimble/nimble.hpp>
@@ -17,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/workloads.hpp"
@@ -43,24 +47,27 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
   bool print_ir = false;
   bool reference = false;
   bool profile = false;
+  bool report = false;
+  bool dot = false;
+  const std::pair<const char*, bool*> flags[] = {{"--print-ir", &print_ir},
+                                                 {"--reference", &reference},
+                                                 {"--profile", &profile},
+                                                 {"--report", &report},
+                                                 {"--dot", &dot}};
   std::vector<std::int64_t> sizes;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reference") == 0) {
-      reference = true;
-      continue;
-    }
-    if (std::strcmp(argv[i], "--print-ir") == 0) {
-      print_ir = true;
-      continue;
-    }
-    if (std::strcmp(argv[i], "--profile") == 0) {
-      profile = true;
+    bool* flag = nullptr;
+    for (const auto& [name, target] : flags)
+      if (std::strcmp(argv[i], name) == 0) flag = target;
+    if (flag) {
+      *flag = true;
       continue;
     }
     char* end = nullptr;
     const long long size = std::strtoll(argv[i], &end, 10);
     if (*end != '\0' || size <= 0) {
-      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--profile] [size ...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--profile] [--report] [--dot] [size ...]\n",
+                   argv[0]);
       return 2;
     }
     sizes.push_back(size);
@@ -72,7 +79,12 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     const ir::Module module = b.build();
     if (print_ir) std::fputs(ir::print(module, {.show_types = true}).c_str(), stdout);
     std::optional<vm::VirtualMachine> machine;
-    if (!reference) machine.emplace(compile(module));
+    CompileReport compile_report;
+    if (!reference) {
+      machine.emplace(compile(module, {.report = report || dot ? &compile_report : nullptr}));
+      if (report) std::fputs(compile_report.table().c_str(), stdout);
+      if (dot) std::fputs(compile_report.dot.c_str(), stdout);
+    }
     if (machine && profile) machine->set_profiling(true);
     for (std::int64_t size : sizes) {
       const Value out = reference ? evaluate(module, entry.name(), spec.inputs(module, size))

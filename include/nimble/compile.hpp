@@ -1,10 +1,47 @@
 // Compiling a module for the VM.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "nimble/ir/module.hpp"
 #include "nimble/vm/executable.hpp"
 
 namespace nimble {
+
+/// What compile made of a module, per function of the Executable (lifted
+/// closures included). Counts are of call sites in the bytecode, not of
+/// calls at run time.
+struct CompileReport {
+  /// A kernel that fusion made: its primitive's name and its ops, in order.
+  struct FusedKernel {
+    std::string name;
+    std::vector<std::string> ops;
+  };
+  struct Function {
+    std::string name;
+    std::uint32_t kernels_unfused = 0;  ///< kernel call sites with one kernel per op
+    std::uint32_t kernels = 0;          ///< kernel call sites as compiled
+    std::uint32_t shape_functions = 0;  ///< shape-function call sites (CPU)
+    std::vector<FusedKernel> fused;     ///< the fused kernels it calls, by first call site
+    std::uint32_t static_allocations = 0;   ///< AllocStorage sites of constant size
+    std::uint64_t static_bytes = 0;         ///< their bytes (the arena included)
+    std::uint32_t dynamic_allocations = 0;  ///< AllocStorage sites sized at run time
+    /// The arena memory planning gave the function's static intermediates
+    /// (0: none planned), and the largest sum of those live at one point,
+    /// which no placement can go below.
+    std::uint64_t planned_peak_bytes = 0;
+    std::uint64_t planned_lower_bound_bytes = 0;
+  };
+  std::vector<Function> functions;
+  /// The fused program as a Graphviz digraph: per global function a cluster,
+  /// a node per kernel or call, an edge per value passed.
+  std::string dot;
+
+  /// A markdown table of the functions, then each one's fused kernels.
+  [[nodiscard]] std::string table() const;
+};
 
 struct CompileOptions {
   /// Groups op calls into fused kernels (one launch each): elementwise and
@@ -17,6 +54,11 @@ struct CompileOptions {
   /// every control-flow path (one allocation per call instead of one per
   /// op). Off: every kernel output has its own allocation.
   bool plan_memory = true;
+  /// Prints the IR after each pass to stderr.
+  bool dump_ir = false;
+  /// When set, compile fills it in (compiling a second time, unfused, to
+  /// count the kernels fusion saved).
+  CompileReport* report = nullptr;
   // Later issues add: buckets, targets.
 };
 

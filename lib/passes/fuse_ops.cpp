@@ -4,10 +4,10 @@
 //
 // Groups form inside one let chain (a straight-line block): never across
 // `if`, `match` or function boundaries, so every control-flow path runs whole
-// groups. A producer joins its consumer's group when the consumer is its only
-// user (it then dies inside the kernel) and the patterns allow it (OpPattern
-// in ir/op.hpp). This is Relay's dominator-based FuseOps restricted to
-// single-user producers, whose consumer is then their immediate post-dominator:
+// groups. A producer joins a group when all its users are in the group (its
+// value then dies inside the kernel) and the patterns allow it (OpPattern in
+// ir/op.hpp) — Relay's FuseOps, where a producer fuses into its immediate
+// post-dominator with everything between them:
 //   - elementwise, broadcast and injective ops chain freely;
 //   - a reduction takes injective producers (they inline into its source) and
 //     injective consumers (its epilogue);
@@ -17,9 +17,8 @@
 //     reduction: that stage stays materialized in the kernel's scratch (the
 //     residual layer_norm after a dense, a softmax after its batch_matmul);
 //   - an injective consumer joins at most one group with such an anchor.
-// With single-user producers every group has exactly one output, its last
-// op, whose let keeps its variable; the other members disappear from the
-// block. Ops that the VM runs itself (integer scalars, shapes) or whose
+// So every group has exactly one output, its last op, whose let keeps its
+// variable; the other members disappear from the block. Ops that the VM runs itself (integer scalars, shapes) or whose
 // output shape depends on data are never fused, and a group of one op, or of
 // views only (reshapes stay views), is left as it is.
 //
@@ -177,53 +176,59 @@ class Fuser {
 
   // Assigns each binding a group (or -1) and keeps only groups worth a kernel.
   std::vector<int> form_groups(const std::vector<Binding>& block, std::vector<Group>& groups) const {
+    // Per variable of the block: the bindings whose calls read it, and how
+    // many of its uses those are (the others are outside any call here).
     std::unordered_map<const ir::VarNode*, std::size_t> index_of;
-    std::vector<int> group_of(block.size(), -1);
+    std::unordered_map<const ir::VarNode*, std::vector<std::size_t>> users;
+    std::unordered_map<const ir::VarNode*, int> call_uses;
     for (std::size_t i = 0; i < block.size(); ++i) {
       index_of.emplace(block[i].var.as<ir::VarNode>(), i);
+      if (const auto* call = block[i].value.as<ir::CallNode>())
+        for (const Expr& a : call->args)
+          if (const auto* v = a.as<ir::VarNode>()) {
+            users[v].push_back(i);
+            ++call_uses[v];
+          }
+    }
+    std::vector<int> group_of(block.size(), -1);
+    for (std::size_t i = 0; i < block.size(); ++i) {
       const ir::OpDef* op = fusable_op(block[i].value);
       if (!op) continue;
-      const auto& call = *block[i].value.as<ir::CallNode>();
-
-      // Producer groups whose only user is this call.
-      std::vector<int> producers;
-      std::unordered_map<const ir::VarNode*, int> uses_here;
-      for (const Expr& a : call.args)
-        if (const auto* v = a.as<ir::VarNode>()) ++uses_here[v];
-      for (const auto& [v, n] : uses_here) {
-        const auto it = index_of.find(v);
-        if (it == index_of.end() || group_of[it->second] < 0) continue;
-        if (const auto u = uses_.find(v); u == uses_.end() || u->second != n) continue;
-        producers.push_back(group_of[it->second]);
-      }
-      std::sort(producers.begin(), producers.end());
-
-      // A matmul reads packed inputs: it joins no producer. A reduction
-      // takes any producer group (one with an anchor is materialized in the
-      // kernel's scratch: a residual layer_norm after its dense, a softmax
-      // after its scaled batch_matmul). An injective op takes at most one
-      // group with an anchor, so that a group has one anchor to epilogue.
-      std::vector<int> joined;
-      bool has_anchor = is_anchor(op->pattern);
-      if (op->pattern != ir::OpPattern::out_elemwise_fusable) {
-        const bool reduction = op->pattern == ir::OpPattern::reduction;
-        for (int g : producers) {
-          const Group& pg = groups[static_cast<std::size_t>(g)];
-          if (!reduction && pg.has_anchor && has_anchor) continue;
-          has_anchor = has_anchor || pg.has_anchor;
-          joined.push_back(g);
+      Group merged{.members = {i}, .has_anchor = is_anchor(op->pattern), .views_only = is_view(*op)};
+      std::unordered_set<std::size_t> member(merged.members.begin(), merged.members.end());
+      // Grow the group from its members' producers: a producer group joins
+      // when every user of its output is already a member (so the group
+      // stays convex and has one output). Each member's arguments are
+      // looked at once it is in, so a value read by two members (x and
+      // sigmoid(x) in x * sigmoid(x)) joins when the second one does.
+      for (std::size_t k = 0; k < merged.members.size(); ++k) {
+        const auto& call = *block[merged.members[k]].value.as<ir::CallNode>();
+        const ir::OpPattern pattern = call.callee.as<ir::OpNode>()->def->pattern;
+        // A matmul reads packed inputs: it joins no producer. A reduction
+        // takes any producer group (one with an anchor is materialized in
+        // the kernel's scratch: a residual layer_norm after its dense, a
+        // softmax after its scaled batch_matmul). An injective op takes a
+        // group with an anchor only into a group without one.
+        if (pattern == ir::OpPattern::out_elemwise_fusable) continue;
+        for (const Expr& a : call.args) {
+          const auto* v = a.as<ir::VarNode>();
+          const auto at = v ? index_of.find(v) : index_of.end();
+          if (at == index_of.end() || at->second >= i) continue;
+          const int g = group_of[at->second];
+          if (g < 0 || member.count(at->second) != 0) continue;
+          if (const auto u = uses_.find(v); u == uses_.end() || u->second != call_uses[v]) continue;
+          bool inside = true;
+          for (std::size_t user : users[v]) inside = inside && member.count(user) != 0;
+          if (!inside) continue;
+          Group& producer = groups[static_cast<std::size_t>(g)];
+          if (pattern != ir::OpPattern::reduction && producer.has_anchor && merged.has_anchor) continue;
+          merged.has_anchor = merged.has_anchor || producer.has_anchor;
+          merged.views_only = merged.views_only && producer.views_only;
+          merged.members.insert(merged.members.end(), producer.members.begin(), producer.members.end());
+          member.insert(producer.members.begin(), producer.members.end());
+          producer.members.clear();
         }
       }
-      Group merged;
-      merged.has_anchor = has_anchor;
-      merged.views_only = is_view(*op);
-      for (int g : joined) {
-        Group& pg = groups[static_cast<std::size_t>(g)];
-        merged.members.insert(merged.members.end(), pg.members.begin(), pg.members.end());
-        merged.views_only = merged.views_only && pg.views_only;
-        pg.members.clear();
-      }
-      merged.members.push_back(i);
       std::sort(merged.members.begin(), merged.members.end());
       const int id = static_cast<int>(groups.size());
       for (std::size_t m : merged.members) group_of[m] = id;

@@ -214,3 +214,55 @@ def @f(%x: f32[4]) {
 })"),
              Catch::Contains("op arguments are variables or constants"));
 }
+
+TEST_CASE("compile report: kernels before and after fusion, allocations, the planned arena", "[passes]") {
+  const ir::Module m = ir::parse(R"(
+entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f32[n, 8], f32[n, 8]) {
+  let %y = dense(%x, %w, %gamma);
+  let %r = add(%x, %y);
+  let %ln = layer_norm(%r, %gamma, %beta, epsilon=1e-5);
+  let %m = mul(%x, 0.125f32);
+  let %s = softmax(%m, axis=-1);
+  let %e = exp(%s);
+  (%ln, %e)
+}
+
+entry def @g(%x: f32[16]) -> f32[16] {
+  let %a = exp(%x);
+  let %b = tanh(%a);
+  let %c = add(%a, %b);
+  let %d = mul(%c, %x);
+  %d
+})",
+                                 "report.nir");
+  ir::infer_types(m);
+  CompileReport report;
+  const vm::Executable exe = compile(m, {.report = &report});
+  REQUIRE(report.functions.size() == 2);
+  const CompileReport::Function& f = report.functions[0];
+  CHECK(f.name == "f");
+  CHECK(f.kernels_unfused == 6);
+  CHECK(f.kernels == 2);
+  // The outputs' shapes come from %x's dims: no shape function runs.
+  CHECK(f.shape_functions == 0);
+  CHECK(f.dynamic_allocations == 2);
+  REQUIRE(f.fused.size() == 2);
+  CHECK(f.fused[0].ops == std::vector<std::string>{"dense", "add", "layer_norm"});
+  CHECK(f.fused[1].ops == std::vector<std::string>{"mul", "softmax", "exp"});
+  // @g: a → b → c → d stays one kernel; unfused, a, b and c share an arena.
+  CHECK(report.functions[1].kernels_unfused == 4);
+  CHECK(report.functions[1].kernels == 1);
+  CompileReport unfused;
+  const vm::Executable plain = compile(m, {.fuse_ops = false, .report = &unfused});
+  const CompileReport::Function& g = unfused.functions[1];
+  CHECK(g.kernels == 4);
+  CHECK(g.fused.empty());
+  // a and b are in use at c's kernel, with c itself: 3 × 64 bytes; the arena
+  // and the result's own storage are the static allocations.
+  CHECK(g.planned_lower_bound_bytes == 3 * 64);
+  CHECK(g.planned_peak_bytes >= g.planned_lower_bound_bytes);
+  CHECK(g.static_allocations == 2);
+  CHECK(g.static_bytes == g.planned_peak_bytes + 64);
+  CHECK_THAT(report.dot, Catch::StartsWith("digraph nimble {") && Catch::Contains("dense\\nadd\\nlayer_norm"));
+  CHECK_THAT(report.table(), Catch::Contains("| f | 6 | 2 | 0 | 0 | 0 | 2 | 0 | 0 |"));
+}

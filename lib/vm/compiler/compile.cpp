@@ -1,6 +1,7 @@
 // The bytecode compiler's driver and nimble::compile (see compiler.hpp).
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <mutex>
 
 #include "codegen/cpu/cpu_kernel.hpp"
@@ -106,8 +107,10 @@ ExecutableData ModuleCompiler::run() {
     fc.compile_body(p.fn->body);
     code_[p.index] = fc.take_code();
     std::uint32_t num_virtual = fc.num_registers();
+    plan_stats_.resize(data_.functions.size());
     if (options_.plan_memory)
-      num_virtual = plan_memory(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual);
+      num_virtual = plan_memory(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual,
+                                &plan_stats_[p.index]);
     const std::uint32_t frame =
         allocate_registers(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual);
     data_.functions[p.index].num_registers = std::max<std::uint32_t>(1, frame);
@@ -118,6 +121,8 @@ ExecutableData ModuleCompiler::run() {
     f.code_size = static_cast<std::uint32_t>(code_[i].size());
     data_.code.insert(data_.code.end(), code_[i].begin(), code_[i].end());
   }
+  plan_stats_.resize(data_.functions.size());
+  if (options_.report) fill_report(*options_.report);
   return std::move(data_);
 }
 
@@ -129,10 +134,32 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     register_reference_provider();
     codegen::register_jit_provider();
   });
-  // Fusion first: memory is manifested and planned per fused kernel.
+  // The pipeline, in order:
+  //  1. fuse_ops, first: the bytecode compiler manifests memory per kernel,
+  //     so each fused group gets its outputs' allocations (and one launch);
+  //  2. the bytecode compiler: manifest memory, shape computation, lambda
+  //     lifting, match compilation, then per function memory planning
+  //     (which needs the final instruction stream's liveness) and register
+  //     allocation (which needs the planned one).
+  const auto after = [&](std::string_view pass, const ir::Module& m) {
+#ifndef NDEBUG
+    ir::verify(m);  // a pass that breaks the IR is caught where it does
+#endif
+    if (options.dump_ir) std::fprintf(stderr, "// after %.*s\n%s\n", static_cast<int>(pass.size()),
+                                      pass.data(), ir::print(m, {.show_types = true}).c_str());
+  };
   const ir::Module optimized = options.fuse_ops ? passes::fuse_ops(module) : module;
+  if (options.fuse_ops) after("fuse_ops", optimized);
   auto data = std::make_shared<vm::ExecutableData>(
-      vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory}).run());
+      vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory, .report = options.report}).run());
+  if (options.report) {
+    CompileReport unfused;
+    (void)vm::ModuleCompiler(module, {.plan_memory = false, .report = &unfused}).run();
+    for (CompileReport::Function& f : options.report->functions)
+      for (const CompileReport::Function& u : unfused.functions)
+        if (u.name == f.name) f.kernels_unfused = u.kernels;
+    options.report->dot = vm::fused_program_dot(optimized);
+  }
   vm::verify(*data);  // the emitter's own check: a failure here is a compiler bug
   return vm::Executable(std::move(data));
 }

@@ -6,9 +6,10 @@
 //                      function whose first parameters are its captures;
 //                      known closures are called directly, loops become
 //                      TailCalls), register allocation
-//   op_call.cpp        manifest memory: every op's outputs are explicit
-//                      AllocStorage / AllocTensor, after a call of the op's
-//                      shape function where the shape is not static;
+//   op_call.cpp        manifest memory: every kernel's outputs are explicit
+//                      AllocStorage / AllocTensor, shaped from the types
+//                      (dims of the arguments) or else by a call of the
+//                      kernel's shape function where the shape is not static;
 //                      reshapes become views; scalar integer ops run in the VM
 //   match.cpp          match compiled to tag tests and jumps
 //   memory_plan.cpp    static-size storages that stay in a frame share one
@@ -16,6 +17,7 @@
 //   register_allocation.cpp  virtual registers onto few frame registers
 //                      (liveness, interference, greedy colouring)
 //   primitive.cpp      the table of primitive functions, by content
+//   report.cpp         the CompileReport and the DOT view of a fused program
 // compile.cpp drives them and is the public nimble::compile.
 #pragma once
 
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "ir/op.hpp"
+#include "nimble/compile.hpp"
 #include "nimble/ir/module.hpp"
 #include "vm/executable_data.hpp"
 
@@ -42,8 +45,13 @@ inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
 /// Coalesces the static-size storages of one function's `code` whose tensors
 /// stay in its frame into one arena allocated on entry, by liveness
 /// (memory_plan.cpp). Returns the new virtual register count.
+struct MemoryPlanStats {
+  std::uint64_t arena_bytes = 0;        ///< 0: nothing planned
+  std::uint64_t lower_bound_bytes = 0;  ///< the most planned bytes in use at one instruction
+};
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
-                          std::uint32_t num_params, std::uint32_t num_virtual);
+                          std::uint32_t num_params, std::uint32_t num_virtual,
+                          MemoryPlanStats* stats = nullptr);
 
 /// Maps the virtual registers of one function's `code` (and the argument
 /// lists it indexes in `arg_pool`) onto frame registers, in place; parameter
@@ -51,11 +59,15 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
 std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::uint32_t> arg_pool,
                                  std::uint32_t num_params, std::uint32_t num_virtual);
 
+/// `module` (typed, fused) as a Graphviz digraph (report.cpp).
+[[nodiscard]] std::string fused_program_dot(const ir::Module& module);
+
 /// State shared by all functions of one module's compilation.
 class ModuleCompiler {
  public:
   struct Options {
     bool plan_memory = true;
+    CompileReport* report = nullptr;  ///< filled in by run() when set
   };
   ModuleCompiler(const ir::Module& module, Options options);
   [[nodiscard]] ExecutableData run();
@@ -95,6 +107,11 @@ class ModuleCompiler {
   std::unordered_map<const ir::ConstantNode*, std::uint32_t> constants_;
   std::map<std::pair<PrimitiveKind, std::string>, std::uint32_t> primitives_;
   std::map<std::string, std::uint32_t, std::less<>> op_counts_;  // for primitive names
+  // For the report: per primitive its ops (fused ones), per function its plan.
+  std::vector<std::vector<std::string>> primitive_ops_;
+  std::vector<MemoryPlanStats> plan_stats_;
+
+  void fill_report(CompileReport& report) const;  // report.cpp
 };
 
 /// Compiles one function body.

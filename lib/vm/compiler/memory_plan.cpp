@@ -119,7 +119,7 @@ void compact(std::vector<Instruction>& code, const std::vector<bool>& keep) {
 }  // namespace
 
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
-                          std::uint32_t num_params, std::uint32_t num_virtual) {
+                          std::uint32_t num_params, std::uint32_t num_virtual, MemoryPlanStats* stats) {
   if (code.empty()) return num_virtual;
   const std::uint32_t cpu = encode_device(Device::cpu());
 
@@ -202,11 +202,24 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
   if (planned.size() < 2) return num_virtual;
   const auto is_planned = [&](std::uint32_t root) { return groups[root] && !excluded[root]; };
 
-  // 3. Interference between planned groups, then offsets.
-  std::vector<std::uint32_t> operands;
+  // 3. Interference between planned groups, then offsets. The largest sum
+  // of the groups in use at one instruction bounds any placement from below.
+  std::vector<std::uint32_t> operands, in_use;
+  std::uint64_t lower_bound = 0;
   liveness.for_each_backward(code, arg_pool, [&](std::size_t i, const RegSet& live) {
     operands.clear();
     for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool) { operands.push_back(alias.find(r)); });
+    in_use.clear();
+    for (std::uint32_t o : operands)
+      if (is_planned(o)) in_use.push_back(o);
+    live.for_each([&](std::uint32_t l) {
+      if (is_planned(alias.find(l))) in_use.push_back(alias.find(l));
+    });
+    std::sort(in_use.begin(), in_use.end());
+    in_use.erase(std::unique(in_use.begin(), in_use.end()), in_use.end());
+    std::uint64_t bytes = 0;
+    for (std::uint32_t g : in_use) bytes += groups[g]->bytes;
+    lower_bound = std::max(lower_bound, bytes);
     for_each_register(code[i], arg_pool, [&](std::uint32_t r, bool is_def) {
       if (!is_def) return;
       const std::uint32_t g = alias.find(r);
@@ -241,6 +254,7 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
     arena = std::max(arena, offset + group.bytes);
   }
   if (arena > kMaxArena) return num_virtual;
+  if (stats) *stats = {.arena_bytes = arena, .lower_bound_bytes = lower_bound};
 
   // 4. Rewrite.
   const std::uint32_t size_reg = num_virtual;

@@ -30,16 +30,20 @@ std::uint32_t num_results(const ir::Type& t) {
   return 1;
 }
 
+// A fused group's ops, in order.
+std::vector<std::string> fused_ops(const ir::FunctionNode& fn) {
+  std::vector<std::string> ops;
+  for (ir::Expr cur = fn.body; const auto* let = cur.as<ir::LetNode>(); cur = let->body)
+    ops.emplace_back(let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name);
+  return ops;
+}
+
 // "fused_dense_reshape_transpose": the distinct ops of a fused group, in
 // order (the first four).
-std::string fused_name(const ir::FunctionNode& fn) {
+std::string fused_name(const std::vector<std::string>& ops) {
   std::vector<std::string_view> names;
-  ir::Expr cur = fn.body;
-  while (const auto* let = cur.as<ir::LetNode>()) {
-    const std::string_view name = let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name;
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    cur = let->body;
-  }
+  for (const std::string& op : ops)
+    if (std::find(names.begin(), names.end(), op) == names.end()) names.push_back(op);
   if (names.size() > 4) names.resize(4);
   return fmt::format("fused_{}", fmt::join(names, "_"));
 }
@@ -49,10 +53,12 @@ std::string fused_name(const ir::FunctionNode& fn) {
 std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind) {
   ir::Module m;
   std::string base;
+  std::vector<std::string> ops;
   if (const auto* fused = call.callee.as<ir::FunctionNode>()) {
     // A fused group is already a closed function of its parameters.
     m.add_function("prim", call.callee);
-    base = fused_name(*fused);
+    ops = fused_ops(*fused);
+    base = fused_name(ops);
   } else {
     const ir::OpDef& op = *call.callee.as<ir::OpNode>()->def;
     bool uses_adt = false;
@@ -84,6 +90,7 @@ std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind 
   info.hash = content_hash(kind, info.source);
   const auto index = static_cast<std::uint32_t>(data_.primitives.size());
   data_.primitives.push_back(std::move(info));
+  primitive_ops_.push_back(std::move(ops));
   primitives_.emplace(std::move(key), index);
   return index;
 }
