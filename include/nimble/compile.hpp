@@ -44,6 +44,10 @@ struct CompileReport {
 };
 
 struct CompileOptions {
+  /// Constant folding, common subexpressions, exact algebraic identities,
+  /// dead code (a run-time error of code whose result nothing reads may
+  /// then not be raised).
+  bool simplify = true;
   /// Groups op calls into fused kernels (one launch each): elementwise and
   /// injective chains, reductions with their injective producers and
   /// consumers, dense / matmul with their elementwise epilogue; never across

@@ -32,10 +32,10 @@
 #include <unordered_set>
 
 #include "ir/op.hpp"
-#include "ir/visitor.hpp"
 #include "nimble/ir/module.hpp"
 #include "ops/ops.hpp"
 #include "ops/shape_function.hpp"
+#include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
 
@@ -44,18 +44,6 @@ namespace nimble::passes {
 namespace {
 
 using ir::Expr;
-
-// Uses of each variable in a function (binding occurrences excluded).
-class UseCounter final : public ir::ExprVisitor {
- public:
-  std::unordered_map<const ir::VarNode*, int> uses;
-
- protected:
-  void visit_var(const Expr&, const ir::VarNode& v) override { ++uses[&v]; }
-  void visit_let_binding(const Expr&, const ir::LetNode& n) override { visit(n.value); }
-  void visit_function(const Expr&, const ir::FunctionNode& n) override { visit(n.body); }
-  void visit_pattern(const ir::Pattern&) override {}
-};
 
 bool is_view(const ir::OpDef& op) {
   return &op == &ops::reshape() || &op == &ops::expand_dims() || &op == &ops::squeeze();
@@ -102,41 +90,10 @@ class Fuser {
   explicit Fuser(const std::unordered_map<const ir::VarNode*, int>& uses) : uses_(uses) {}
 
   Expr rewrite(const Expr& e) {
-    switch (e.kind()) {
-      case ir::ExprKind::let: return rewrite_block(e);
-      case ir::ExprKind::call: {
-        const auto* n = e.as<ir::CallNode>();
-        std::vector<Expr> args;
-        for (const Expr& a : n->args) args.push_back(rewrite(a));
-        return ir::call(rewrite(n->callee), std::move(args), n->attrs, n->loc);
-      }
-      case ir::ExprKind::if_: {
-        const auto* n = e.as<ir::IfNode>();
-        return ir::if_then_else(rewrite(n->cond), rewrite(n->then_branch), rewrite(n->else_branch),
-                                n->loc);
-      }
-      case ir::ExprKind::tuple: {
-        std::vector<Expr> fields;
-        for (const Expr& f : e.as<ir::TupleNode>()->fields) fields.push_back(rewrite(f));
-        return ir::tuple(std::move(fields), e->loc);
-      }
-      case ir::ExprKind::tuple_get: {
-        const auto* n = e.as<ir::TupleGetNode>();
-        return ir::tuple_get(rewrite(n->tuple), n->index, n->loc);
-      }
-      case ir::ExprKind::function: {
-        const auto* n = e.as<ir::FunctionNode>();
-        if (n->primitive) return e;
-        return ir::function(n->params, n->ret_type, rewrite(n->body), n->loc);
-      }
-      case ir::ExprKind::match: {
-        const auto* n = e.as<ir::MatchNode>();
-        std::vector<ir::Clause> clauses;
-        for (const ir::Clause& c : n->clauses) clauses.push_back({c.pattern, rewrite(c.body)});
-        return ir::match(rewrite(n->value), std::move(clauses), n->loc);
-      }
-      default: return e;  // leaves
-    }
+    if (e.as<ir::LetNode>()) return rewrite_block(e);
+    if (const auto* fn = e.as<ir::FunctionNode>(); fn && fn->primitive) return e;
+    const auto self = [this](const Expr& x) { return rewrite(x); };
+    return rebuild(e, self, self);
   }
 
  private:

@@ -6,6 +6,12 @@
 
 namespace nimble::passes {
 
+/// Constant folding (through the reference kernels), common-subexpression
+/// elimination, exact algebraic identities (x * 1, x - 0, neg(neg(x)), a
+/// cast or reshape to x's own type) and dead-code elimination of pure lets
+/// (simplify.cpp states the rules).
+[[nodiscard]] ir::Module simplify(const ir::Module& module);
+
 /// Groups op calls into primitive functions (`primitive fn`), one kernel
 /// each: elementwise / broadcast / injective chains, a reduction with its
 /// injective producers and consumers, dense / matmul with an injective

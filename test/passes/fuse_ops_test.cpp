@@ -1,68 +1,20 @@
-// Golden tests of the passes (lib/passes): input IR text -> the printed
-// result, which must also verify, type-check, print back to itself after
-// parsing, and compute what the input computes (the reference interpreter on
-// both, on random inputs). Differential tests on whole models and on random
-// programs are in [vm] and [models].
+// Golden tests of fuse_ops (passes/golden.hpp), the verifier's rules for
+// primitive functions, and the compile report. Differential tests on whole
+// models and on random programs are in [vm] and [models].
 #include <catch2/catch.hpp>
 
 #include <string>
 
 #include "nimble/nimble.hpp"
+#include "passes/golden.hpp"
 #include "passes/passes.hpp"
-#include "support/same_value.hpp"
 
 using namespace nimble;
+using nimble::testing::check_golden;
 
-namespace {
-
-// Inputs of the test programs: every parameter f32[n, c] with n = 3, or
-// as its type says; seeded values in [-1, 1).
-Value input_for(const ir::Type& t, std::uint64_t& state) {
-  const auto* tensor = t.as<ir::TensorTypeNode>();
-  REQUIRE(tensor != nullptr);
-  std::vector<std::int64_t> dims;
-  for (const ir::Dim& d : tensor->shape) dims.push_back(d.is_fixed() ? d.value() : 3);
-  Tensor x = Tensor::zeros(Shape(std::span<const std::int64_t>(dims)), tensor->dtype);
-  for (std::int64_t i = 0; i < x.numel(); ++i) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    const double u = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
-    switch (tensor->dtype) {
-      case DType::f32: x.data<float>()[i] = static_cast<float>(2 * u - 1); break;
-      case DType::i64: x.data<std::int64_t>()[i] = 4; break;
-      case DType::boolean: x.data<bool>()[i] = u < 0.5; break;
-      default: FAIL("no input of " << to_string(tensor->dtype));
-    }
-  }
-  return x;
-}
-
-void check_golden(const std::string& input, const std::string& expected) {
-  ir::Module m = ir::parse(input, "input.nir");
-  ir::verify(m);
-  ir::infer_types(m);
-  const ir::Module fused = passes::fuse_ops(m);
-  const std::string printed = ir::print(fused);
-  CHECK(printed == expected.substr(1));
-  ir::verify(fused);
-  const ir::Module reparsed = ir::parse(printed, "fused.nir");
-  CHECK(ir::print(reparsed) == printed);
-  ir::verify(reparsed);
-  ir::infer_types(reparsed);
-
-  const std::string name = m.functions()[0].first;
-  const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();
-  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-    std::uint64_t state = seed;
-    std::vector<Value> args;
-    for (const ir::Expr& p : fn->params) args.push_back(input_for(p.as<ir::VarNode>()->type_annotation, state));
-    CHECK(testing::same_value(evaluate(fused, name, args), evaluate(m, name, args)));
-  }
-}
-
-}  // namespace
 
 TEST_CASE("fuse_ops: an elementwise chain becomes one primitive function, its scalar constant inside", "[passes]") {
-  check_golden(R"(
+  check_golden(passes::fuse_ops, R"(
 entry def @f(%x: f32[n, 4], %b: f32[4]) -> f32[n, 4] {
   let %a = mul(%x, 2f32);
   let %c = add(%a, %b);
@@ -84,7 +36,7 @@ entry def @f(%x: f32[n, 4], %b: f32[4]) -> f32[n, 4] {
 }
 
 TEST_CASE("fuse_ops: dense takes its epilogue but not its producer", "[passes]") {
-  check_golden(R"(
+  check_golden(passes::fuse_ops, R"(
 entry def @f(%x: f32[n, 8], %w: f32[16, 8], %b: f32[16], %r: f32[n, 16]) -> f32[n, 16] {
   let %t = tanh(%x);
   let %y = dense(%t, %w, %b);
@@ -108,7 +60,7 @@ entry def @f(%x: f32[n, 8], %w: f32[16, 8], %b: f32[16], %r: f32[n, 16]) -> f32[
 }
 
 TEST_CASE("fuse_ops: a reduction takes its injective producers, and after a dense its residual add", "[passes]") {
-  check_golden(R"(
+  check_golden(passes::fuse_ops, R"(
 entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f32[n, 8], f32[n, 8]) {
   let %y = dense(%x, %w, %gamma);
   let %r = add(%x, %y);
@@ -139,7 +91,7 @@ entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f3
 }
 
 TEST_CASE("fuse_ops: nothing to do: shared values, integer scalars, data-dependent shapes, lone views, branches", "[passes]") {
-  check_golden(R"(
+  check_golden(passes::fuse_ops, R"(
 entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32[?]) {
   let %a = exp(%x);
   let %b = add(%a, %a);

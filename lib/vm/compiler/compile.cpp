@@ -135,9 +135,9 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     codegen::register_jit_provider();
   });
   // The pipeline, in order:
-  //  1. fuse_ops, first: the bytecode compiler manifests memory per kernel,
-  //     so each fused group gets its outputs' allocations (and one launch);
-  //  2. the bytecode compiler: manifest memory, shape computation, lambda
+  //  2. fuse_ops: the bytecode compiler manifests memory per kernel, so each
+  //     fused group gets its outputs' allocations (and one launch);
+  //  3. the bytecode compiler: manifest memory, shape computation, lambda
   //     lifting, match compilation, then per function memory planning
   //     (which needs the final instruction stream's liveness) and register
   //     allocation (which needs the planned one).
@@ -148,8 +148,17 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     if (options.dump_ir) std::fprintf(stderr, "// after %.*s\n%s\n", static_cast<int>(pass.size()),
                                       pass.data(), ir::print(m, {.show_types = true}).c_str());
   };
-  const ir::Module optimized = options.fuse_ops ? passes::fuse_ops(module) : module;
-  if (options.fuse_ops) after("fuse_ops", optimized);
+  //  1. simplify: folding and CSE leave fewer ops for fusion to group, and
+  //     dead code goes before it allocates anything;
+  ir::Module optimized = module;
+  if (options.simplify) {
+    optimized = passes::simplify(optimized);
+    after("simplify", optimized);
+  }
+  if (options.fuse_ops) {
+    optimized = passes::fuse_ops(optimized);
+    after("fuse_ops", optimized);
+  }
   auto data = std::make_shared<vm::ExecutableData>(
       vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory, .report = options.report}).run());
   if (options.report) {

@@ -1,0 +1,79 @@
+// The golden-test helper of the passes' tests: input IR text -> the printed
+// result of a pass, which must also verify, print back to itself after
+// parsing, type-check, and compute what the input computes (the reference
+// interpreter on both, on seeded inputs).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+
+#include "nimble/nimble.hpp"
+#include "support/same_value.hpp"
+
+namespace nimble::testing {
+
+
+// Inputs of the test programs: every parameter f32[n, c] with n = 3, or
+// as its type says; seeded values in [-1, 1).
+inline Value input_for(const ir::Type& t, std::uint64_t& state) {
+  const auto* tensor = t.as<ir::TensorTypeNode>();
+  REQUIRE(tensor != nullptr);
+  std::vector<std::int64_t> dims;
+  for (const ir::Dim& d : tensor->shape) dims.push_back(d.is_fixed() ? d.value() : 3);
+  Tensor x = Tensor::zeros(Shape(std::span<const std::int64_t>(dims)), tensor->dtype);
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
+    switch (tensor->dtype) {
+      case DType::f32: x.data<float>()[i] = static_cast<float>(2 * u - 1); break;
+      case DType::i64: x.data<std::int64_t>()[i] = 4; break;
+      case DType::boolean: x.data<bool>()[i] = u < 0.5; break;
+      default: FAIL("no input of " << to_string(tensor->dtype));
+    }
+  }
+  return x;
+}
+
+/// `pass` on `input` prints as `expected` (both start with a newline, which
+/// is dropped); the first function must be an entry.
+inline void check_golden(ir::Module (*pass)(const ir::Module&), const std::string& input,
+                         const std::string& expected) {
+  ir::Module m = ir::parse(input, "input.nir");
+  ir::verify(m);
+  ir::infer_types(m);
+  const ir::Module fused = pass(m);
+  const std::string printed = ir::print(fused);
+  CHECK(printed == expected.substr(1));
+  ir::verify(fused);
+  const ir::Module reparsed = ir::parse(printed, "fused.nir");
+  CHECK(ir::print(reparsed) == printed);
+  ir::verify(reparsed);
+  ir::infer_types(reparsed);
+
+  const std::string name = m.functions()[0].first;
+  const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    std::uint64_t state = seed;
+    std::vector<Value> args;
+    for (const ir::Expr& p : fn->params) args.push_back(input_for(p.as<ir::VarNode>()->type_annotation, state));
+    std::optional<Value> before, after;
+    std::optional<ErrorKind> raised_before, raised_after;
+    try {
+      before = evaluate(m, name, args);
+    } catch (const Error& e) {
+      raised_before = e.kind();
+    }
+    try {
+      after = evaluate(fused, name, args);
+    } catch (const Error& e) {
+      raised_after = e.kind();
+    }
+    CHECK(raised_after == raised_before);
+    if (before && after) CHECK(same_value(*after, *before));
+  }
+}
+
+
+}  // namespace nimble::testing
