@@ -237,17 +237,11 @@ class Fuser {
 }  // namespace
 
 ir::Module fuse_ops(const ir::Module& module) {
-  ir::Module out;
-  for (const ir::AdtDef& adt : module.adts()) out.add_adt(adt);
-  for (const auto& [name, expr] : module.functions()) {
+  return map_functions(module, [](const Expr& fn) {
     UseCounter counter;
-    counter.visit(expr);
-    Fuser fuser(counter.uses);
-    out.add_function(name, fuser.rewrite(expr));
-  }
-  for (const std::string& entry : module.entries()) out.add_entry(entry);
-  ir::infer_types(out);
-  return out;
+    counter.visit(fn);
+    return Fuser(counter.uses).rewrite(fn);
+  });
 }
 
 }  // namespace nimble::passes

@@ -2,12 +2,13 @@
 // rewritten children.
 #pragma once
 
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ir/visitor.hpp"
-#include "nimble/ir/expr.hpp"
+#include "nimble/ir/module.hpp"
 
 namespace nimble::passes {
 
@@ -64,6 +65,18 @@ ir::Expr rebuild(const ir::Expr& e, Child&& child, Body&& body) {
     }
     default: return e;
   }
+}
+
+/// A module with each global function replaced by `rewrite(function)`, its
+/// ADTs and entries kept, types inferred again.
+template <class Rewrite>
+ir::Module map_functions(const ir::Module& module, Rewrite&& rewrite) {
+  ir::Module out;
+  for (const ir::AdtDef& adt : module.adts()) out.add_adt(adt);
+  for (const auto& [name, fn] : module.functions()) out.add_function(name, rewrite(fn));
+  for (const std::string& entry : module.entries()) out.add_entry(entry);
+  ir::infer_types(out);
+  return out;
 }
 
 }  // namespace nimble::passes

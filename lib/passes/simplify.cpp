@@ -213,15 +213,7 @@ class Simplifier {
 }  // namespace
 
 ir::Module simplify(const ir::Module& module) {
-  ir::Module out;
-  for (const ir::AdtDef& adt : module.adts()) out.add_adt(adt);
-  for (const auto& [name, expr] : module.functions()) {
-    Simplifier simplifier;
-    out.add_function(name, simplifier.rewrite(expr));
-  }
-  for (const std::string& entry : module.entries()) out.add_entry(entry);
-  ir::infer_types(out);
-  return out;
+  return map_functions(module, [](const Expr& fn) { return Simplifier().rewrite(fn); });
 }
 
 }  // namespace nimble::passes
