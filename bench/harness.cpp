@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include "sys_allocs.hpp"
+
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -91,10 +93,13 @@ void run_entry(benchmark::State& state, Entry& e) {
       live_before = cpu_allocator().stats().live_bytes;
     }
     double call_seconds = 0;
+    std::uint64_t sys_allocs = 0;
     for (auto _ : state) {
+      start_counting_sys_allocs();
       const Clock::time_point start = Clock::now();
       e.run.call();
       call_seconds = seconds_since(start);
+      sys_allocs = stop_counting_sys_allocs();
       state.SetIterationTime(call_seconds);
     }
     EngineStats s;
@@ -114,6 +119,7 @@ void run_entry(benchmark::State& state, Entry& e) {
     c["compile_ms"] = e.compile_ms;
     c["kernel_launches"] = static_cast<double>(s.kernel_launches);
     c["system_allocations"] = static_cast<double>(s.system_allocations);
+    c["sys_allocs"] = static_cast<double>(sys_allocs);
     c["peak_bytes"] =
         static_cast<double>(s.peak_bytes > live_before ? s.peak_bytes - live_before : 0);
     if (e.flops > 0 && call_seconds > 0) c["gflops"] = e.flops / call_seconds * 1e-9;
