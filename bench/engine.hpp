@@ -18,7 +18,7 @@ namespace nimble::bench {
 enum class Engine { nimble, reference };
 
 /// What `Engine::nimble` is today, for the results' context.
-inline constexpr const char* kNimbleEngineDescription = "bytecode VM with JIT-compiled kernels (LLVM ORC, one generic kernel per primitive, unfused)";
+inline constexpr const char* kNimbleEngineDescription = "bytecode VM with JIT-compiled kernels (LLVM ORC, one generic kernel per fused group; simplify, fuse_ops, memory planning)";
 
 /// A module's entry point, ready to run many times on one engine. Preparing
 /// (compiling, for engines that compile) happens once, in the constructor.

@@ -1,5 +1,6 @@
 #include "nimble/runtime/storage.hpp"
 
+#include "runtime/object_pool.hpp"
 #include "support/check.hpp"
 
 namespace nimble {
@@ -25,6 +26,10 @@ Ref<Storage> Storage::borrow(void* data, std::size_t nbytes, Device device) {
                 "borrowed memory: expected a non-null pointer for {} bytes, got nullptr", nbytes);
   return Ref<Storage>(new Storage(data, nbytes, device, nullptr));
 }
+
+void* Storage::operator new(std::size_t bytes) { return detail::pool_allocate(bytes); }
+
+void Storage::operator delete(void* p, std::size_t bytes) noexcept { detail::pool_deallocate(p, bytes); }
 
 Storage::~Storage() {
   if (allocator_) allocator_->deallocate(data_, nbytes_);

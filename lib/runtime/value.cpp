@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/object_pool.hpp"
 #include "support/check.hpp"
 
 namespace nimble {
@@ -11,6 +12,10 @@ class ValueNode final : public RefCounted {
   ValueNode(Value::Kind k, Tensor t, std::vector<Value> f, std::uint32_t tag_,
             Ref<Object> o = {})
       : kind(k), tensor(std::move(t)), fields(std::move(f)), tag(tag_), object(std::move(o)) {}
+
+  // One per Value: from the small-object pool, not the system.
+  static void* operator new(std::size_t bytes) { return detail::pool_allocate(bytes); }
+  static void operator delete(void* p, std::size_t bytes) noexcept { detail::pool_deallocate(p, bytes); }
 
   // Tears down the fields of nodes that die with this one using a work list,
   // so that a list of a million elements does not overflow the stack.

@@ -120,25 +120,35 @@ bool ArgumentChecker::fits(const TypeDesc& type, const Value& v, std::string& wh
   }
 }
 
+const ArgumentChecker::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type, const AdtDesc& def) {
+  for (const AdtUse& use : adt_uses_)
+    if (use.type == type) return use;
+  TypeArgs args;
+  for (std::size_t i = 0; i < def.type_params.size(); ++i) args.emplace(def.type_params[i], &type.fields[i]);
+  AdtUse& use = adt_uses_.emplace_back(AdtUse{type, {}});
+  for (const ConstructorDesc& ctor : def.constructors) {
+    std::vector<TypeDesc>& fields = use.field_types.emplace_back();
+    for (const TypeDesc& f : ctor.fields) fields.push_back(instantiate(f, args));
+  }
+  return use;
+}
+
 // Iterative along the last field (a list's tail, a tree's right spine), so
 // that a long list is checked without deep recursion.
 bool ArgumentChecker::fits_adt(const TypeDesc& type, Value v, std::string& why) {
   const AdtDesc* def = find_adt(type.name);
   if (!def || def->type_params.size() != type.fields.size()) return false;
-  TypeArgs args;
-  for (std::size_t i = 0; i < def->type_params.size(); ++i)
-    args.emplace(def->type_params[i], &type.fields[i]);
+  const AdtUse& use = adt_use(type, *def);
   for (;;) {
     if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= def->constructors.size())
       return false;
-    const ConstructorDesc& ctor = def->constructors[v.tag()];
-    if (v.fields().size() != ctor.fields.size()) return false;
-    if (ctor.fields.empty()) return true;
-    for (std::size_t i = 0; i + 1 < ctor.fields.size(); ++i)
-      if (!fits(instantiate(ctor.fields[i], args), v[i], why)) return false;
-    const TypeDesc last = instantiate(ctor.fields.back(), args);
-    if (!(last == type)) return fits(last, v[ctor.fields.size() - 1], why);
-    v = v[ctor.fields.size() - 1];
+    const std::vector<TypeDesc>& fields = use.field_types[v.tag()];
+    if (v.fields().size() != fields.size()) return false;
+    if (fields.empty()) return true;
+    for (std::size_t i = 0; i + 1 < fields.size(); ++i)
+      if (!fits(fields[i], v[i], why)) return false;
+    if (!(fields.back() == type)) return fits(fields.back(), v[fields.size() - 1], why);
+    v = v[fields.size() - 1];
   }
 }
 

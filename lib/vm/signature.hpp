@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <span>
 #include <string>
@@ -69,9 +70,19 @@ class ArgumentChecker {
   bool fits_dim(const DimDesc& d, std::int64_t extent, std::string& why);
   const AdtDesc* find_adt(std::string_view name) const;
 
+  // An ADT type as used here (List<f32[4]>), with its constructors' field
+  // types for that use, made once per check: every node of a list or tree
+  // is checked against the same ones.
+  struct AdtUse {
+    TypeDesc type;
+    std::vector<std::vector<TypeDesc>> field_types;  // per constructor
+  };
+  const AdtUse& adt_use(const TypeDesc& type, const AdtDesc& def);
+
   std::span<const AdtDesc> adts_;
   std::string function_;
   std::map<std::string, std::int64_t, std::less<>> symbols_;
+  std::deque<AdtUse> adt_uses_;  // a deque: references stay valid as it grows
 };
 
 /// "f32[2, 3]", "a tuple of 2 fields", "a value of constructor #1", "a function".

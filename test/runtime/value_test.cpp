@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <thread>
+#include <vector>
+
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
@@ -43,4 +46,26 @@ TEST_CASE("a very long list is destroyed without recursion", "[runtime]") {
   CHECK(list.tag() == 1);
   list = Value();  // would overflow the stack if teardown recursed
   CHECK(element.tensor().storage()->use_count() == 1);
+}
+
+TEST_CASE("values and storages made on one thread can die on another, after it exits", "[runtime]") {
+  // Their memory comes from thread-local free lists (runtime/object_pool):
+  // a block freed on another thread joins that thread's lists, and a thread
+  // that exits gives its lists back.
+  auto make = [](int n) {
+    std::vector<Value> values;
+    for (int i = 0; i < n; ++i)
+      values.push_back(Value::tuple({Tensor::full({4}, i, DType::f32), Tensor::scalar(std::int64_t{i})}));
+    return values;
+  };
+  std::vector<Value> from_worker;
+  std::thread([&] { from_worker = make(1000); }).join();
+  std::vector<Value> from_main = make(1000);
+  std::thread([moved = std::move(from_main)]() mutable { moved.clear(); }).join();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Value> again = make(1000);  // reuses what the main thread freed
+    CHECK(again[999][1].tensor().data<std::int64_t>()[0] == 999);
+  }
+  CHECK(from_worker[7][0].tensor().data<float>()[3] == 7.0f);
+  from_worker.clear();
 }

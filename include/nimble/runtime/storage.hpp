@@ -24,6 +24,11 @@ class Storage final : public RefCounted {
 
   ~Storage();
 
+  /// Storage handles come from the runtime's small-object pool (one per
+  /// kernel output: warm inference does not ask the system for them).
+  static void* operator new(std::size_t bytes);
+  static void operator delete(void* p, std::size_t bytes) noexcept;
+
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
   [[nodiscard]] Device device() const noexcept { return device_; }

@@ -91,35 +91,49 @@ class CpuKernel final : public Kernel {
     if (const std::int32_t code = prologue_(data.data(), dims.data(), info.data(), sched.data()))
       fail(code, info, inputs, outputs);
 
-    std::vector<Tensor> temps;
-    if (num_temps_ != 0) {
-      std::size_t slot = 2 * stages_.size();
-      for (std::size_t b = num_in + num_out; b < num_buffers; ++b) {
-        const std::int64_t n = sched[slot++];
-        if (n < 0)
-          throw_error(ErrorKind::runtime_error, "{}: the temporary {} would have {} elements",
-                      ir_.name, ir_.buffers[b].tensor.name(), n);
-        temps.push_back(Tensor::empty(Shape{n}, ir_.buffers[b].tensor.dtype()));
-        data[b] = temps.back().raw_data();
-      }
+    if (num_temps_ == 0) {
+      for (std::size_t s = 0; s < stages_.size(); ++s)
+        run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
+      return;
+    }
+    // Temporaries (stages a fused kernel materializes), from the pool; held
+    // until the last stage is done.
+    SmallArray<Tensor> temps(num_temps_);
+    std::size_t slot = 2 * stages_.size();
+    for (std::size_t b = num_in + num_out, k = 0; b < num_buffers; ++b, ++k) {
+      const std::int64_t n = sched[slot++];
+      if (n < 0)
+        throw_error(ErrorKind::runtime_error, "{}: the temporary {} would have {} elements", ir_.name,
+                    ir_.buffers[b].tensor.name(), n);
+      temps[k] = Tensor::empty(Shape{n}, ir_.buffers[b].tensor.dtype());
+      data[b] = temps[k].raw_data();
     }
     for (std::size_t s = 0; s < stages_.size(); ++s)
       run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
   }
 
   void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
-    std::vector<const Tensor*> tensors;
-    for (const Value& v : inputs) flatten(v, tensors);
-    run(tensors, outputs);
+    std::size_t n = 0;
+    for (const Value& v : inputs) n += count_tensors(v);
+    SmallArray<const Tensor*> tensors(n);
+    std::size_t k = 0;
+    for (const Value& v : inputs) flatten(v, tensors.data(), k);
+    run(std::span<const Tensor* const>(tensors.data(), n), outputs);
   }
 
  private:
-  static void flatten(const Value& v, std::vector<const Tensor*>& out) {
+  static std::size_t count_tensors(const Value& v) {
+    if (v.is_tensor()) return 1;
+    std::size_t n = 0;
+    for (const Value& f : v.fields()) n += count_tensors(f);
+    return n;
+  }
+  static void flatten(const Value& v, const Tensor** out, std::size_t& k) {
     if (v.is_tensor()) {
-      out.push_back(&v.tensor());
+      out[k++] = &v.tensor();
       return;
     }
-    for (const Value& f : v.fields()) flatten(f, out);
+    for (const Value& f : v.fields()) flatten(f, out, k);
   }
 
   void run_stage(std::size_t s, std::int64_t extent, std::int64_t work, void* const* data,

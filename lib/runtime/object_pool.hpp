@@ -1,0 +1,18 @@
+// Memory for the runtime's small objects that come and go with every kernel
+// call and every Value: Storage handles and ValueNodes. A thread-local free
+// list per 16-byte size class hands blocks back out, so that warm inference
+// reuses them instead of asking the system (the pooled CPU allocator does
+// the same for tensor bytes). Blocks freed on another thread join that
+// thread's lists; each list keeps at most kMaxCached blocks, the rest go back
+// to the system. Under AddressSanitizer every block goes to the system, so
+// that a use after free is still caught.
+#pragma once
+
+#include <cstddef>
+
+namespace nimble::detail {
+
+[[nodiscard]] void* pool_allocate(std::size_t bytes);
+void pool_deallocate(void* p, std::size_t bytes) noexcept;
+
+}  // namespace nimble::detail
