@@ -273,11 +273,12 @@ Value evaluate(const ir::Module& module, std::string_view entry, std::vector<Val
                 args.size());
   // The VM's checker, so that both engines reject a bad argument alike.
   const std::vector<vm::AdtDesc> adts = vm::adt_descs(module);
-  vm::ArgumentChecker checker(adts, name);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto* var = params[i].as<ir::VarNode>();
-    checker.check(i, var->name, vm::to_type_desc(var->type_annotation), args[i]);
-  }
+  std::vector<vm::TypeDesc> types;  // the checker keeps views of their symbols' names
+  for (const ir::Expr& p : params) types.push_back(vm::to_type_desc(p.as<ir::VarNode>()->type_annotation));
+  vm::ArgumentCheckCache cache;
+  vm::ArgumentChecker checker(adts, name, cache);
+  for (std::size_t i = 0; i < args.size(); ++i)
+    checker.check(i, params[i].as<ir::VarNode>()->name, types[i], args[i]);
 
   Value result;
   auto work = [&] { result = Interpreter(module).call_global(name, std::move(args)); };

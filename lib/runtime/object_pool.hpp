@@ -15,4 +15,20 @@ namespace nimble::detail {
 [[nodiscard]] void* pool_allocate(std::size_t bytes);
 void pool_deallocate(void* p, std::size_t bytes) noexcept;
 
+/// A standard allocator over the pool, for the small arrays that come and go
+/// with Values (the fields of tuples and ADT values).
+template <class T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() noexcept = default;
+  template <class U>
+  PoolAllocator(const PoolAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
+  [[nodiscard]] T* allocate(std::size_t n) { return static_cast<T*>(pool_allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { pool_deallocate(p, n * sizeof(T)); }
+  template <class U>
+  friend bool operator==(const PoolAllocator&, const PoolAllocator<U>&) noexcept {
+    return true;
+  }
+};
+
 }  // namespace nimble::detail

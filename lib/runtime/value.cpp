@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 
 #include "runtime/object_pool.hpp"
+#include "runtime/value_builder.hpp"
 #include "support/check.hpp"
 
 namespace nimble {
 
+// The fields of a tuple or ADT value, in pooled memory.
+using Fields = std::vector<Value, detail::PoolAllocator<Value>>;
+
 class ValueNode final : public RefCounted {
  public:
-  ValueNode(Value::Kind k, Tensor t, std::vector<Value> f, std::uint32_t tag_,
-            Ref<Object> o = {})
+  ValueNode(Value::Kind k, Tensor t, Fields f, std::uint32_t tag_, Ref<Object> o = {})
       : kind(k), tensor(std::move(t)), fields(std::move(f)), tag(tag_), object(std::move(o)) {}
 
   // One per Value: from the small-object pool, not the system.
@@ -20,7 +23,7 @@ class ValueNode final : public RefCounted {
   // Tears down the fields of nodes that die with this one using a work list,
   // so that a list of a million elements does not overflow the stack.
   ~ValueNode() {
-    std::vector<Value> work = std::move(fields);
+    Fields work = std::move(fields);
     while (!work.empty()) {
       Value v = std::move(work.back());
       work.pop_back();
@@ -33,7 +36,11 @@ class ValueNode final : public RefCounted {
 
   const Value::Kind kind;
   const Tensor tensor;
-  std::vector<Value> fields;  // mutable only for the teardown above
+  Fields fields;  // mutable only for the teardown above
+
+  static Value make(Value::Kind k, Fields f, std::uint32_t tag) {
+    return Value(make_ref<ValueNode>(k, Tensor(), std::move(f), tag));
+  }
   const std::uint32_t tag;
   const Ref<Object> object;
 };
@@ -59,27 +66,42 @@ Value::~Value() = default;
 Value::Value(Ref<ValueNode> node) noexcept : node_(std::move(node)) {}
 
 Value::Value(Tensor tensor)
-    : node_(make_ref<ValueNode>(Kind::tensor, std::move(tensor), std::vector<Value>{}, 0)) {
+    : node_(make_ref<ValueNode>(Kind::tensor, std::move(tensor), Fields{}, 0)) {
   if (!node_->tensor.defined())
     throw_error(ErrorKind::invalid_argument, "Value: expected a defined tensor");
 }
 
-Value Value::tuple(std::vector<Value> fields) {
+namespace {
+Fields to_fields(std::vector<Value>& fields, std::string_view who) {
   for (const Value& f : fields)
-    if (!f.defined()) throw_error(ErrorKind::invalid_argument, "Value::tuple: a field is undefined");
-  return Value(make_ref<ValueNode>(Kind::tuple, Tensor(), std::move(fields), 0));
+    if (!f.defined()) throw_error(ErrorKind::invalid_argument, "{}: a field is undefined", who);
+  return Fields(std::make_move_iterator(fields.begin()), std::make_move_iterator(fields.end()));
+}
+}  // namespace
+
+Value Value::tuple(std::vector<Value> fields) {
+  return ValueNode::make(Kind::tuple, to_fields(fields, "Value::tuple"), 0);
 }
 
 Value Value::adt(std::uint32_t tag, std::vector<Value> fields) {
-  for (const Value& f : fields)
-    if (!f.defined()) throw_error(ErrorKind::invalid_argument, "Value::adt: a field is undefined");
-  return Value(make_ref<ValueNode>(Kind::adt, Tensor(), std::move(fields), tag));
+  return ValueNode::make(Kind::adt, to_fields(fields, "Value::adt"), tag);
+}
+
+Value detail::make_aggregate(bool tuple, std::uint32_t tag, std::size_t n,
+                             Value (*field)(void* context, std::size_t i), void* context) {
+  Fields fields;
+  fields.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    fields.push_back(field(context, i));
+    if (!fields.back().defined())
+      throw_error(ErrorKind::invalid_argument, "{}: a field is undefined", tuple ? "Value::tuple" : "Value::adt");
+  }
+  return ValueNode::make(tuple ? Value::Kind::tuple : Value::Kind::adt, std::move(fields), tuple ? 0 : tag);
 }
 
 Value Value::object(Ref<Object> object) {
   if (!object) throw_error(ErrorKind::invalid_argument, "Value::object: the object is null");
-  return Value(make_ref<ValueNode>(Kind::object, Tensor(), std::vector<Value>{}, 0,
-                                   std::move(object)));
+  return Value(make_ref<ValueNode>(Kind::object, Tensor(), Fields{}, 0, std::move(object)));
 }
 
 const Ref<Object>& Value::object() const {

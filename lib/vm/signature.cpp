@@ -81,8 +81,11 @@ std::string describe(const Value& v) {
   return "?";
 }
 
-ArgumentChecker::ArgumentChecker(std::span<const AdtDesc> adts, std::string_view function)
-    : adts_(adts), function_(function) {}
+ArgumentChecker::ArgumentChecker(std::span<const AdtDesc> adts, std::string_view function,
+                                 ArgumentCheckCache& cache)
+    : adts_(adts), function_(function), cache_(cache) {
+  cache_.symbols_.clear();
+}
 
 void ArgumentChecker::check(std::size_t index, std::string_view param_name, const TypeDesc& type,
                             const Value& value) {
@@ -120,12 +123,12 @@ bool ArgumentChecker::fits(const TypeDesc& type, const Value& v, std::string& wh
   }
 }
 
-const ArgumentChecker::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type, const AdtDesc& def) {
-  for (const AdtUse& use : adt_uses_)
+const ArgumentCheckCache::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type, const AdtDesc& def) {
+  for (const ArgumentCheckCache::AdtUse& use : cache_.adt_uses_)
     if (use.type == type) return use;
   TypeArgs args;
   for (std::size_t i = 0; i < def.type_params.size(); ++i) args.emplace(def.type_params[i], &type.fields[i]);
-  AdtUse& use = adt_uses_.emplace_back(AdtUse{type, {}});
+  ArgumentCheckCache::AdtUse& use = cache_.adt_uses_.emplace_back(ArgumentCheckCache::AdtUse{type, {}});
   for (const ConstructorDesc& ctor : def.constructors) {
     std::vector<TypeDesc>& fields = use.field_types.emplace_back();
     for (const TypeDesc& f : ctor.fields) fields.push_back(instantiate(f, args));
@@ -138,7 +141,7 @@ const ArgumentChecker::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type, co
 bool ArgumentChecker::fits_adt(const TypeDesc& type, Value v, std::string& why) {
   const AdtDesc* def = find_adt(type.name);
   if (!def || def->type_params.size() != type.fields.size()) return false;
-  const AdtUse& use = adt_use(type, *def);
+  const ArgumentCheckCache::AdtUse& use = adt_use(type, *def);
   for (;;) {
     if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= def->constructors.size())
       return false;
@@ -162,11 +165,13 @@ bool ArgumentChecker::fits_dim(const DimDesc& d, std::int64_t extent, std::strin
     why = fmt::format(" ({} exceeds the bound of {})", extent, d.name);
     return false;
   }
-  auto [it, inserted] = symbols_.emplace(d.name, extent);
-  if (!inserted && it->second != extent) {
-    why = fmt::format(" ({} is {} in an earlier argument)", d.name, it->second);
+  for (const auto& [name, value] : cache_.symbols_) {
+    if (name != d.name) continue;
+    if (value == extent) return true;
+    why = fmt::format(" ({} is {} in an earlier argument)", d.name, value);
     return false;
   }
+  cache_.symbols_.emplace_back(d.name, extent);
   return true;
 }
 

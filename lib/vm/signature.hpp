@@ -56,9 +56,28 @@ struct AdtDesc {
 
 /// Checks the arguments of one call of `function` in order. Symbols bind to
 /// their first extent within the call and must agree afterwards.
+/// What argument checks keep between calls of one VM, so that a warm call
+/// allocates nothing: each ADT type as used by a signature (List<f32[4]>)
+/// with its constructors' field types for that use, made on first need, and
+/// the room for the symbols' values.
+class ArgumentCheckCache {
+ public:
+  struct AdtUse {
+    TypeDesc type;
+    std::vector<std::vector<TypeDesc>> field_types;  // per constructor
+  };
+
+ private:
+  friend class ArgumentChecker;
+  std::deque<AdtUse> adt_uses_;  // a deque: references stay valid as it grows
+  std::vector<std::pair<std::string_view, std::int64_t>> symbols_;
+};
+
+/// Checks host arguments against a signature; one per call. `cache` and the
+/// TypeDescs passed to check() must outlive it (it keeps views of symbol names).
 class ArgumentChecker {
  public:
-  ArgumentChecker(std::span<const AdtDesc> adts, std::string_view function);
+  ArgumentChecker(std::span<const AdtDesc> adts, std::string_view function, ArgumentCheckCache& cache);
 
   /// Throws Error(type_error): "@f: argument 2 (%h) must be f32[1, 512], got f32[1, 7]".
   void check(std::size_t index, std::string_view param_name, const TypeDesc& type,
@@ -69,20 +88,11 @@ class ArgumentChecker {
   bool fits_adt(const TypeDesc& type, Value v, std::string& why);
   bool fits_dim(const DimDesc& d, std::int64_t extent, std::string& why);
   const AdtDesc* find_adt(std::string_view name) const;
-
-  // An ADT type as used here (List<f32[4]>), with its constructors' field
-  // types for that use, made once per check: every node of a list or tree
-  // is checked against the same ones.
-  struct AdtUse {
-    TypeDesc type;
-    std::vector<std::vector<TypeDesc>> field_types;  // per constructor
-  };
-  const AdtUse& adt_use(const TypeDesc& type, const AdtDesc& def);
+  const ArgumentCheckCache::AdtUse& adt_use(const TypeDesc& type, const AdtDesc& def);
 
   std::span<const AdtDesc> adts_;
-  std::string function_;
-  std::map<std::string, std::int64_t, std::less<>> symbols_;
-  std::deque<AdtUse> adt_uses_;  // a deque: references stay valid as it grows
+  std::string_view function_;
+  ArgumentCheckCache& cache_;
 };
 
 /// "f32[2, 3]", "a tuple of 2 fields", "a value of constructor #1", "a function".

@@ -29,6 +29,7 @@
 #include "nimble/runtime/storage.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
+#include "runtime/value_builder.hpp"
 #include "vm/executable_data.hpp"
 
 namespace nimble::vm {
@@ -395,6 +396,7 @@ struct VirtualMachine::Impl {
   std::vector<Value> kernel_values;
 
   bool profiling = false;
+  ArgumentCheckCache argument_cache;  // kept between calls: a warm call allocates nothing
   std::array<std::uint64_t, kNumOpcodes> opcode_counts{};
   std::vector<std::uint64_t> primitive_calls;
   std::vector<std::uint64_t> primitive_ns;
@@ -646,12 +648,17 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
       return;
     }
     case Opcode::AllocADT: {
-      std::vector<Value> fields;
-      fields.reserve(in.c);
-      const std::uint32_t* list = d->arg_pool.data() + in.b;
-      for (std::uint32_t k = 0; k < in.c; ++k) fields.push_back(value_of(r[list[k]]));
-      set_value(r[in.dst], in.a == kTupleTag ? Value::tuple(std::move(fields))
-                                             : Value::adt(in.a, std::move(fields)));
+      struct Fields {
+        Reg* r;
+        const std::uint32_t* list;
+      } fields{r, d->arg_pool.data() + in.b};
+      set_value(r[in.dst], detail::make_aggregate(
+                               in.a == kTupleTag, in.a, in.c,
+                               [](void* context, std::size_t k) {
+                                 auto* f = static_cast<Fields*>(context);
+                                 return value_of(f->r[f->list[k]]);
+                               },
+                               &fields));
       return;
     }
     case Opcode::AllocClosure: {
@@ -785,7 +792,7 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
   std::optional<ArgumentChecker> checker;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (fits_tensor_without_symbols(f.param_types[i], args[i])) continue;
-    if (!checker) checker.emplace(d.adts, function);
+    if (!checker) checker.emplace(d.adts, function, impl_->argument_cache);
     checker->check(i, f.param_names[i], f.param_types[i], args[i]);
   }
 
