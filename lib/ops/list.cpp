@@ -19,6 +19,9 @@
 // [offset, offset + rows), dest[i, ...] elsewhere; it checks that update's
 // other dims match dest's and that the rows lie inside dest.
 #include <algorithm>
+#include <array>
+#include <span>
+#include <vector>
 #include <cstring>
 
 #include "ops/compute.hpp"
@@ -73,54 +76,66 @@ Type dynamic_update_slice_relation(std::span<const Type> args, const ir::Attrs&)
 
 // --- reference kernels ------------------------------------------------------------------
 
-// The elements of a List value, first element first.
-std::vector<const Tensor*> list_elements(const Value& list) {
-  std::vector<const Tensor*> elements;
+// Calls f(element) on each element of a List value, first element first,
+// walking it iteratively; returns the count.
+template <class F>
+std::size_t for_each_element(const Value& list, F&& f) {
+  std::size_t count = 0;
   for (const Value* node = &list;;) {
     const std::uint32_t tag = node->tag();
-    if (tag == 0 && node->fields().empty()) return elements;
+    if (tag == 0 && node->fields().empty()) return count;
     if (tag != 1 || node->fields().size() != 2)
       throw_error(ErrorKind::type_error,
                   "list must be a List value (Nil, or Cons with 2 fields), got constructor {} "
                   "with {} fields",
                   tag, node->fields().size());
-    elements.push_back(&(*node)[0].tensor());
+    f((*node)[0].tensor(), count++);
     node = &(*node)[1];
   }
 }
 
+// Two walks of the list and no heap array: it runs once per inference of a
+// model that collects its steps (and again as its own shape function).
 Value stack_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   NIMBLE_ASSERT(!args.empty(), "stack: missing argument");
-  const std::vector<const Tensor*> elements = list_elements(args[0]);
-  if (elements.empty())
+  const Tensor* first = nullptr;
+  const std::size_t count = for_each_element(args[0], [&](const Tensor& t, std::size_t i) {
+    if (first == nullptr) {
+      first = &t;
+      return;
+    }
+    if (t.dtype() != first->dtype())
+      throw_error(ErrorKind::type_error, "element {} is {} but element 0 is {}", i,
+                  to_string(t.dtype()), to_string(first->dtype()));
+    if (t.shape() != first->shape())
+      throw_error(ErrorKind::invalid_argument, "element {} has shape {} but element 0 has {}", i,
+                  nimble::to_string(t.shape()), nimble::to_string(first->shape()));
+  });
+  if (first == nullptr)
     throw_error(ErrorKind::invalid_argument,
                 "cannot stack an empty list: the element shape is unknown");
-  const Tensor& first = *elements[0];
-  for (std::size_t i = 1; i < elements.size(); ++i) {
-    const Tensor& t = *elements[i];
-    if (t.dtype() != first.dtype())
-      throw_error(ErrorKind::type_error, "element {} is {} but element 0 is {}", i,
-                  to_string(t.dtype()), to_string(first.dtype()));
-    if (t.shape() != first.shape())
-      throw_error(ErrorKind::invalid_argument, "element {} has shape {} but element 0 has {}", i,
-                  nimble::to_string(t.shape()), nimble::to_string(first.shape()));
+  const std::size_t axis = normalize_axis(int_attr(stack(), attrs, "axis"), first->rank() + 1);
+  std::array<std::int64_t, nimble::Shape::kInlineRank + 1> inline_dims{};
+  std::vector<std::int64_t> heap_dims;
+  std::span<std::int64_t> dims(inline_dims.data(), first->rank() + 1);
+  if (first->rank() + 1 > inline_dims.size()) {
+    heap_dims.resize(first->rank() + 1);
+    dims = heap_dims;
   }
-  const std::size_t axis = normalize_axis(int_attr(stack(), attrs, "axis"), first.rank() + 1);
-  std::vector<std::int64_t> dims = ref::dims_of(first.shape());
-  dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis),
-              static_cast<std::int64_t>(elements.size()));
-  Tensor out = ref::fresh(ref::make_shape(dims), first.dtype());
+  for (std::size_t d = 0, k = 0; d < dims.size(); ++d)
+    dims[d] = d == axis ? static_cast<std::int64_t>(count) : first->shape()[k++];
+  Tensor out = ref::fresh(nimble::Shape(std::span<const std::int64_t>(dims)), first->dtype());
   if (out.numel() == 0) return out;
   // Element e's block b (of `inner` elements) goes to (b * count + e) * inner.
   const ref::AxisSplit s = ref::split_at(out.shape(), axis);
-  const std::size_t block = static_cast<std::size_t>(s.inner) * dtype_size(first.dtype());
+  const std::size_t block = static_cast<std::size_t>(s.inner) * dtype_size(first->dtype());
   auto* o = static_cast<std::byte*>(out.raw_data());
-  for (std::size_t e = 0; e < elements.size(); ++e) {
-    const auto* in = static_cast<const std::byte*>(elements[e]->raw_data());
+  for_each_element(args[0], [&](const Tensor& t, std::size_t e) {
+    const auto* in = static_cast<const std::byte*>(t.raw_data());
     for (std::int64_t b = 0; b < s.outer; ++b)
-      std::memcpy(o + (static_cast<std::size_t>(b) * elements.size() + e) * block,
+      std::memcpy(o + (static_cast<std::size_t>(b) * count + e) * block,
                   in + static_cast<std::size_t>(b) * block, block);
-  }
+  });
   return out;
 }
 

@@ -21,16 +21,22 @@ class ValueNode final : public RefCounted {
   static void operator delete(void* p, std::size_t bytes) noexcept { detail::pool_deallocate(p, bytes); }
 
   // Tears down the fields of nodes that die with this one using a work list,
-  // so that a list of a million elements does not overflow the stack.
+  // so that a list of a million elements does not overflow the stack. Only
+  // nodes that die and have fields go on it; the rest (a list's heads) are
+  // released at once, so that a list's teardown keeps it at a few entries.
   ~ValueNode() {
     Fields work = std::move(fields);
     while (!work.empty()) {
       Value v = std::move(work.back());
       work.pop_back();
-      if (v.node_ && v.node_->use_count() == 1) {
-        for (Value& f : v.node_->fields) work.push_back(std::move(f));
-        v.node_->fields.clear();
+      if (!v.node_ || v.node_->use_count() != 1) continue;
+      for (Value& f : v.node_->fields) {
+        if (f.node_ && f.node_->use_count() == 1 && !f.node_->fields.empty())
+          work.push_back(std::move(f));
+        else
+          f = Value();
       }
+      v.node_->fields.clear();
     }
   }
 
