@@ -30,10 +30,12 @@ class Runner {
   }
 
   /// Runs the entry on `args` (which are not modified).
-  [[nodiscard]] Value operator()(std::vector<Value> args) const {
+  // By reference: copying the arguments would be an allocation of the
+  // host's, counted in sys_allocs.
+  [[nodiscard]] Value operator()(const std::vector<Value>& args) const {
     switch (engine_) {
-      case Engine::reference: return evaluate(module_, entry_, std::move(args));
-      case Engine::nimble: return machine_->invoke(entry_, std::move(args));
+      case Engine::reference: return evaluate(module_, entry_, args);
+      case Engine::nimble: return machine_->invoke(entry_, args);
     }
     return {};
   }

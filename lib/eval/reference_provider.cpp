@@ -69,19 +69,34 @@ class ShapeKernel final : public Kernel {
     run_values(as_values(inputs), outputs);
   }
   void run_values(std::span<const Value> inputs, TensorRefs outputs) const override {
+    if (ops::has_data_dependent_shape(op_) && outputs.size() == 1) {
+      // The kernel decides the shape (as output_shapes does), read without
+      // collecting shapes: stack runs once per inference of a model that
+      // collects its steps.
+      Value result;
+      try {
+        result = op_.reference(inputs, attrs_);
+      } catch (Error& e) {
+        throw e.with_context(op_.name);
+      }
+      write(result.tensor().shape(), *outputs[0]);
+      return;
+    }
     // output_shapes names the op in its errors itself.
     const std::vector<Shape> shapes = ops::output_shapes(op_, inputs, attrs_);
     NIMBLE_ASSERT(shapes.size() == outputs.size(), "one shape per result");
-    for (std::size_t k = 0; k < shapes.size(); ++k) {
-      Tensor out = *outputs[k];
-      if (out.numel() != static_cast<std::int64_t>(shapes[k].rank()))
-        throw_error(ErrorKind::runtime_error, "{}: the shape function gave rank {}, the type says {}",
-                    op_.name, shapes[k].rank(), out.numel());
-      std::copy(shapes[k].begin(), shapes[k].end(), out.data<std::int64_t>());
-    }
+    for (std::size_t k = 0; k < shapes.size(); ++k) write(shapes[k], *outputs[k]);
   }
 
  private:
+  void write(const Shape& shape, const Tensor& output) const {
+    Tensor out = output;
+    if (out.numel() != static_cast<std::int64_t>(shape.rank()))
+      throw_error(ErrorKind::runtime_error, "{}: the shape function gave rank {}, the type says {}",
+                  op_.name, shape.rank(), out.numel());
+    std::copy(shape.begin(), shape.end(), out.data<std::int64_t>());
+  }
+
   const ir::OpDef& op_;
   ir::Attrs attrs_;
 };
