@@ -36,6 +36,27 @@ inline Value input_for(const ir::Type& t, std::uint64_t& state) {
   return x;
 }
 
+/// A program neither simplify nor fuse_ops changes: a value read twice and
+/// in a branch, integer scalar work, a data-dependent shape, a lone view, an
+/// op inside a branch on an outer value.
+inline constexpr const char* kNothingToDo = R"(
+entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32[?]) {
+  let %a = exp(%x);
+  let %b = add(%a, %a);
+  let %j = add(%k, 1i64);
+  let %z = arange(0i64, %j, 1i64);
+  let %u = cast(%z, dtype=f32);
+  let %r = reshape(%b, newshape=[-1]);
+  let %c = if (%flag) {
+    let %t = tanh(%b);
+    %t
+  } else {
+    %a
+  };
+  (%c, %r, %u)
+}
+)";
+
 /// `pass` on `input` prints as `expected` (both start with a newline, which
 /// is dropped); the first function must be an entry.
 inline void check_golden(ir::Module (*pass)(const ir::Module&), const std::string& input,

@@ -59,6 +59,9 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
 std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::uint32_t> arg_pool,
                                  std::uint32_t num_params, std::uint32_t num_virtual);
 
+/// The ops of a primitive (fused) function, in order (primitive.cpp).
+[[nodiscard]] std::vector<std::string> fused_ops(const ir::FunctionNode& fn);
+
 /// `module` (typed, fused) as a Graphviz digraph (report.cpp).
 [[nodiscard]] std::string fused_program_dot(const ir::Module& module);
 

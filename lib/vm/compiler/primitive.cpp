@@ -30,14 +30,6 @@ std::uint32_t num_results(const ir::Type& t) {
   return 1;
 }
 
-// A fused group's ops, in order.
-std::vector<std::string> fused_ops(const ir::FunctionNode& fn) {
-  std::vector<std::string> ops;
-  for (ir::Expr cur = fn.body; const auto* let = cur.as<ir::LetNode>(); cur = let->body)
-    ops.emplace_back(let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name);
-  return ops;
-}
-
 // "fused_dense_reshape_transpose": the distinct ops of a fused group, in
 // order (the first four).
 std::string fused_name(const std::vector<std::string>& ops) {
@@ -49,6 +41,13 @@ std::string fused_name(const std::vector<std::string>& ops) {
 }
 
 }  // namespace
+
+std::vector<std::string> fused_ops(const ir::FunctionNode& fn) {
+  std::vector<std::string> ops;
+  for (ir::Expr cur = fn.body; const auto* let = cur.as<ir::LetNode>(); cur = let->body)
+    ops.emplace_back(let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name);
+  return ops;
+}
 
 std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind) {
   ir::Module m;

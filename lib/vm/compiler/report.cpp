@@ -91,12 +91,8 @@ class DotWriter final : public ir::ExprVisitor {
   static std::string label(const ir::CallNode& call) {
     if (const auto* op = call.callee.as<ir::OpNode>()) return std::string(op->def->name);
     if (const auto* g = call.callee.as<ir::GlobalVarNode>()) return "@" + g->name;
-    if (const auto* fn = call.callee.as<ir::FunctionNode>(); fn && fn->primitive) {
-      std::vector<std::string_view> ops;
-      for (ir::Expr cur = fn->body; const auto* let = cur.as<ir::LetNode>(); cur = let->body)
-        ops.push_back(let->value.as<ir::CallNode>()->callee.as<ir::OpNode>()->def->name);
-      return fmt::format("{}", fmt::join(ops, "\\n"));
-    }
+    if (const auto* fn = call.callee.as<ir::FunctionNode>(); fn && fn->primitive)
+      return fmt::format("{}", fmt::join(fused_ops(*fn), "\\n"));
     return "call";
   }
 
