@@ -40,6 +40,15 @@ class Runner {
     return {};
   }
 
+  /// One call with the VM's memory tracing on (Engine::nimble).
+  [[nodiscard]] vm::MemoryTrace trace_memory(const std::vector<Value>& args) const {
+    machine_->set_memory_tracing(true);
+    const Value out = machine_->invoke(entry_, args);
+    const vm::MemoryTrace trace = machine_->memory_trace();
+    machine_->set_memory_tracing(false);
+    return trace;
+  }
+
   [[nodiscard]] Engine engine() const noexcept { return engine_; }
   [[nodiscard]] const ir::Module& module() const noexcept { return module_; }
 

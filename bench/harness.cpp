@@ -117,11 +117,16 @@ void run_entry(benchmark::State& state, Entry& e) {
     c["warmup_calls"] = e.warmed_up;
     c["kernels_compiled"] = static_cast<double>(e.kernels_compiled);
     c["compile_ms"] = e.compile_ms;
-    c["kernel_launches"] = static_cast<double>(s.kernel_launches);
+    c["launches"] = static_cast<double>(s.kernel_launches);
     c["system_allocations"] = static_cast<double>(s.system_allocations);
     c["sys_allocs"] = static_cast<double>(sys_allocs);
     c["peak_bytes"] =
         static_cast<double>(s.peak_bytes > live_before ? s.peak_bytes - live_before : 0);
+    if (e.run.trace_memory) {
+      const vm::MemoryTrace m = e.run.trace_memory();
+      c["act_peak_bytes"] = static_cast<double>(m.activation_peak_bytes);
+      c["act_lower_bound_bytes"] = static_cast<double>(m.activation_lower_bound_bytes);
+    }
     if (e.flops > 0 && call_seconds > 0) c["gflops"] = e.flops / call_seconds * 1e-9;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "bench: %s failed: %s\n", e.name.c_str(), ex.what());

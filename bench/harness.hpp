@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nimble/vm/virtual_machine.hpp>
+
 #include "models/workloads.hpp"
 
 namespace nimble::bench {
@@ -39,6 +41,10 @@ struct Case {
   /// outside its time, so that every call allocates its outputs afresh, as a
   /// host's call would (a program that reuses its buffers has none).
   std::function<void()> release = nullptr;
+  /// Optional (nimble): one more call with the VM's memory tracing on,
+  /// outside the timed ones; its result becomes `act_peak_bytes` and
+  /// `act_lower_bound_bytes`.
+  std::function<vm::MemoryTrace()> trace_memory = nullptr;
 };
 
 /// A case a program can run: the parts of its name, and how to set it up.

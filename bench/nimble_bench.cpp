@@ -43,7 +43,10 @@ Case make_case(std::shared_ptr<const Runner> runner, std::vector<Value> args) {
                 add_outputs(c, s->out);
                 return c;
               },
-          .release = [s] { s->out = Value(); }};
+          .release = [s] { s->out = Value(); },
+          .trace_memory = s->runner->engine() == Engine::nimble
+                              ? std::function<vm::MemoryTrace()>([s] { return s->runner->trace_memory(s->args); })
+                              : nullptr};
 }
 
 // One runner per model and engine, built on first use and shared by the

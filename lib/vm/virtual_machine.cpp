@@ -396,6 +396,11 @@ struct VirtualMachine::Impl {
   std::vector<Value> kernel_values;
 
   bool profiling = false;
+  bool tracing_memory = false;  // runs the profiling loop, measuring before each instruction
+  MemoryTrace memory;
+  std::vector<const Storage*> not_activations;  // sorted: the constants' and arguments' storages
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> trace_ranges;  // scratch
+  std::vector<const Storage*> trace_storages;                            // scratch
   ArgumentCheckCache argument_cache;  // kept between calls: a warm call allocates nothing
   std::array<std::uint64_t, kNumOpcodes> opcode_counts{};
   std::vector<std::uint64_t> primitive_calls;
@@ -446,6 +451,9 @@ struct VirtualMachine::Impl {
   template <bool kProfile>
   Value run(std::uint32_t entry, std::span<const Value> args);
 
+  void exclude_from_trace(std::span<const Value> args);
+  void measure_memory();
+
   // The handlers that do more than move a few words live out of line, so
   // that the dispatch loop stays small enough for its hot state (ip, r) to
   // stay in machine registers. Those that change frames return the index of
@@ -492,7 +500,10 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   // Jumps to the handler of *ip; the profiler's one hook.
 #define NIMBLE_DISPATCH()                                                          \
   do {                                                                             \
-    if constexpr (kProfile) ++opcode_counts[static_cast<std::size_t>(ip->opcode)]; \
+    if constexpr (kProfile) {                                                      \
+      ++opcode_counts[static_cast<std::size_t>(ip->opcode)];                       \
+      if (tracing_memory) measure_memory();                                        \
+    }                                                                              \
     goto* handlers[static_cast<std::size_t>(ip->opcode)];                          \
   } while (false)
 #define NIMBLE_NEXT()  \
@@ -589,6 +600,75 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
 #undef NIMBLE_NEXT
 #undef NIMBLE_DISPATCH
 #undef NIMBLE_CASE
+
+namespace {
+
+template <class F>
+void for_each_tensor(const Value& v, F&& f);
+
+template <class F>
+void for_each_tensor(const Reg& reg, F&& f) {
+  if (reg.holds_tensor()) f(reg.t);
+  if (reg.kind == Reg::Kind::value) for_each_tensor(reg.v, f);
+}
+
+// The tensors a value refers to, through tuples, ADTs and closures.
+template <class F>
+void for_each_tensor(const Value& v, F&& f) {
+  if (!v.defined()) return;
+  switch (v.kind()) {
+    case Value::Kind::tensor: f(v.tensor()); return;
+    case Value::Kind::tuple:
+    case Value::Kind::adt:
+      for (const Value& field : v.fields()) for_each_tensor(field, f);
+      return;
+    case Value::Kind::object:
+      if (const auto* closure = dynamic_cast<const ClosureObject*>(v.object().get()))
+        for (const Reg& captured : closure->captured) for_each_tensor(captured, f);
+      return;
+  }
+}
+
+}  // namespace
+
+void VirtualMachine::Impl::exclude_from_trace(std::span<const Value> args) {
+  not_activations.clear();
+  for (const Tensor& c : d->constants) not_activations.push_back(c.storage().get());
+  for (const Value& a : args)
+    for_each_tensor(a, [&](const Tensor& t) { not_activations.push_back(t.storage().get()); });
+  std::sort(not_activations.begin(), not_activations.end());
+}
+
+void VirtualMachine::Impl::measure_memory() {
+  trace_storages.clear();
+  trace_ranges.clear();
+  const auto add = [&](const Tensor& t) {
+    const Storage* s = t.storage().get();
+    if (s == nullptr || std::binary_search(not_activations.begin(), not_activations.end(), s)) return;
+    trace_storages.push_back(s);
+    const auto begin = reinterpret_cast<std::uintptr_t>(s->data()) + t.byte_offset();
+    trace_ranges.emplace_back(begin, begin + t.nbytes());
+  };
+  const Reg* all = regs.data();
+  for (std::size_t k = 0, n = std::size_t{base} + frame_size; k < n; ++k) {
+    for_each_tensor(all[k], add);
+    if (all[k].kind == Reg::Kind::storage) trace_storages.push_back(all[k].s.get());
+  }
+  std::sort(trace_storages.begin(), trace_storages.end());
+  trace_storages.erase(std::unique(trace_storages.begin(), trace_storages.end()), trace_storages.end());
+  std::uint64_t held = 0;
+  for (const Storage* s : trace_storages) held += s->nbytes();
+  std::sort(trace_ranges.begin(), trace_ranges.end());
+  std::uint64_t live = 0;
+  std::uintptr_t covered = 0;  // the union of the ranges so far ends here
+  for (const auto& [begin, end] : trace_ranges) {
+    const std::uintptr_t from = std::max(begin, covered);
+    if (end > from) live += end - from;
+    covered = std::max(covered, end);
+  }
+  memory.activation_peak_bytes = std::max(memory.activation_peak_bytes, held);
+  memory.activation_lower_bound_bytes = std::max(memory.activation_lower_bound_bytes, live);
+}
 
 std::uint32_t VirtualMachine::Impl::call(const Instruction& in, std::uint32_t pc) {
   const Reg* r = regs.data() + base;
@@ -798,9 +878,10 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
 
   const auto start =
       impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  if (impl_->tracing_memory) impl_->exclude_from_trace(args);
   Value result;
   try {
-    result = impl_->profiling ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
+    result = impl_->profiling || impl_->tracing_memory ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
                               : impl_->run<false>(static_cast<std::uint32_t>(index), args);
   } catch (...) {
     stats::count_kernel_launches(std::exchange(impl_->launches, 0));
@@ -831,6 +912,13 @@ void VirtualMachine::set_profiling(bool on) {
   std::fill(impl_->primitive_ns.begin(), impl_->primitive_ns.end(), 0);
   impl_->total_ns = 0;
 }
+
+void VirtualMachine::set_memory_tracing(bool on) {
+  impl_->tracing_memory = on;
+  impl_->memory = {};
+}
+
+MemoryTrace VirtualMachine::memory_trace() const { return impl_->memory; }
 
 Profile VirtualMachine::profile() const {
   Profile p;

@@ -342,6 +342,58 @@ TEST_CASE("VM: memory planning puts a function's intermediates in one arena", "[
   }
 }
 
+TEST_CASE("VM: a value dies right after its last use, not when its frame ends", "[vm]") {
+  // `a` is dead once `b` is computed, but the caller's frame would hold it
+  // through the call of `sink` if only overwriting its register freed it.
+  // With kills, at most three 4 KiB tensors are live at once: b (held by
+  // the caller for the call) and, inside sink, an op's input and output
+  // (and a shape function's 8-byte result); a 4th would be `a`.
+  Builder b;
+  Function sink = b.def("sink", {{"y", f32({Any})}}, [](Expr y) { return tanh(tanh(tanh(y))); });
+  b.entry(b.def("main", {{"x", f32({Any})}}, [&](Expr x) {
+    Expr a = exp(x);
+    Expr c = a * 2.0;
+    return sink(c);
+  }));
+  const ir::Module m = b.build();
+  vm::VirtualMachine machine(compile(m, {.simplify = false, .fuse_ops = false}));
+  const Tensor x = Tensor::full({1024}, 0.5, DType::f32);
+  machine.set_memory_tracing(true);
+  const Value out = machine.invoke("main", {x});
+  CHECK(close_value(out, evaluate(m, "main", {x}), {.rtol = 1e-5, .atol = 1e-6}));
+  const vm::MemoryTrace trace = machine.memory_trace();
+  CHECK(trace.activation_lower_bound_bytes >= 3 * 4096);
+  CHECK(trace.activation_lower_bound_bytes < 4 * 4096);
+  CHECK(trace.activation_peak_bytes >= trace.activation_lower_bound_bytes);
+  CHECK(trace.activation_peak_bytes < 4 * 4096);
+  CHECK(machine.executable().disassemble().find("KillRegister") != std::string::npos);
+}
+
+TEST_CASE("VM: the memory trace leaves out weights and inputs and counts an arena whole", "[vm]") {
+  Builder b;
+  b.entry(b.def("id", {{"x", f32({Any})}}, [](Expr x) { return x; }));
+  const Tensor w = Tensor::full({256}, 2.0, DType::f32);
+  b.entry(b.def("scale", {{"x", f32({256})}}, [&](Expr x) { return x * constant(w); }));
+  vm::VirtualMachine machine(compile(b.build()));
+  machine.set_memory_tracing(true);
+  const Value same = machine.invoke("id", {Tensor::full({1024}, 1.0, DType::f32)});
+  CHECK(machine.memory_trace().activation_peak_bytes == 0);
+  CHECK(machine.memory_trace().activation_lower_bound_bytes == 0);
+  const Value scaled = machine.invoke("scale", {Tensor::full({256}, 1.0, DType::f32)});
+  CHECK(machine.memory_trace().activation_lower_bound_bytes == 1024);  // the result only
+  machine.set_memory_tracing(false);
+  CHECK(machine.memory_trace().activation_peak_bytes == 0);
+
+  // chain_with_branch, unfused: its intermediates share an arena of two
+  // 4 KiB slots, held whole while either is live; y - x has its own storage.
+  vm::VirtualMachine chain(compile(chain_with_branch(), {.fuse_ops = false}));
+  chain.set_memory_tracing(true);
+  const Tensor x = Tensor::full({1024}, 1.0, DType::f32);
+  const Value y = chain.invoke("chain", {x, Tensor::scalar(false)});
+  CHECK(chain.memory_trace().activation_lower_bound_bytes == 2 * 4096);
+  CHECK(chain.memory_trace().activation_peak_bytes == 3 * 4096);
+}
+
 TEST_CASE("VM: planned memory never holds a result, a tuple field or a value live across a call",
           "[vm]") {
   // Results of successive calls stay intact (the arena of the next call is

@@ -36,6 +36,23 @@ struct Profile {
   [[nodiscard]] std::string table() const;
 };
 
+/// The memory an invoke's values held (see VirtualMachine::set_memory_tracing),
+/// measured before every instruction. Both leave out the constants and the
+/// caller's arguments (weights and inputs), and the scratch a kernel uses
+/// inside one call.
+struct MemoryTrace {
+  /// The most bytes of storage held at once: each storage that a register,
+  /// or a tuple, ADT or closure in one, refers to, counted once at its
+  /// allocated size (an arena of planned buffers whole).
+  std::uint64_t activation_peak_bytes = 0;
+  /// The most bytes of tensor data live at once: the union of the byte
+  /// ranges of the tensors referred to. As compiled code drops each value
+  /// right after its last use, this is the liveness lower bound of the
+  /// program (an argument of a call lives until the call returns); the
+  /// ratio of the two is what memory planning wastes.
+  std::uint64_t activation_lower_bound_bytes = 0;
+};
+
 class VirtualMachine {
  public:
   explicit VirtualMachine(Executable executable);
@@ -59,6 +76,12 @@ class VirtualMachine {
   /// per kernel call and nothing per instruction). Turning it on resets it.
   void set_profiling(bool on);
   [[nodiscard]] Profile profile() const;
+
+  /// Turns memory tracing on or off (off by default; on, every instruction
+  /// walks the registers of all frames: for measuring, not for serving).
+  /// Turning it on resets the trace; each invoke adds to its maxima.
+  void set_memory_tracing(bool on);
+  [[nodiscard]] MemoryTrace memory_trace() const;
 
   /// Takes every kernel from the provider called `provider` ("jit",
   /// "reference") instead of the first one that serves it; empty (the

@@ -14,6 +14,7 @@
 //   match.cpp          match compiled to tag tests and jumps
 //   memory_plan.cpp    static-size storages that stay in a frame share one
 //                      arena by liveness
+//   kill_registers.cpp a value's register is cleared right after its last use
 //   register_allocation.cpp  virtual registers onto few frame registers
 //                      (liveness, interference, greedy colouring)
 //   primitive.cpp      the table of primitive functions, by content
@@ -52,6 +53,11 @@ struct MemoryPlanStats {
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
                           std::uint32_t num_params, std::uint32_t num_virtual,
                           MemoryPlanStats* stats = nullptr);
+
+/// Inserts a KillRegister where each register that may own memory dies
+/// (kill_registers.cpp), so that nothing holds a dead value's storage.
+void insert_kills(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
+                  std::uint32_t num_virtual);
 
 /// Maps the virtual registers of one function's `code` (and the argument
 /// lists it indexes in `arg_pool`) onto frame registers, in place; parameter

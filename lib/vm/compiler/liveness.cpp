@@ -22,6 +22,40 @@ void successors(std::span<const Instruction> code, std::size_t i, std::vector<st
   }
 }
 
+void splice(std::vector<Instruction>& code, const std::vector<bool>& keep,
+            const std::vector<std::vector<Instruction>>& insert_before) {
+  const std::size_t n = code.size();
+  const auto inserted = [&](std::size_t i) { return i < insert_before.size() ? insert_before[i].size() : 0; };
+  // start[i]: where what stands for instruction i begins in the new code.
+  std::vector<std::int64_t> start(n + 1);
+  std::int64_t next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    start[i] = next;
+    next += static_cast<std::int64_t>(inserted(i)) + (keep[i] ? 1 : 0);
+  }
+  start[n] = next;
+  std::vector<Instruction> out;
+  out.reserve(static_cast<std::size_t>(next));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (inserted(i) > 0) out.insert(out.end(), insert_before[i].begin(), insert_before[i].end());
+    if (!keep[i]) continue;
+    Instruction in = code[i];
+    const auto at = static_cast<std::int64_t>(out.size());
+    const auto retarget = [&](std::uint32_t& field) {
+      const std::int64_t target = static_cast<std::int64_t>(i) + jump_offset(field);
+      field = encode_jump(static_cast<std::int32_t>(start[static_cast<std::size_t>(target)] - at));
+    };
+    if (in.opcode == Opcode::If) {
+      retarget(in.b);
+      retarget(in.c);
+    } else if (in.opcode == Opcode::Goto) {
+      retarget(in.a);
+    }
+    out.push_back(in);
+  }
+  code = std::move(out);
+}
+
 Liveness compute_liveness(std::span<const Instruction> code, std::span<const std::uint32_t> arg_pool,
                           std::uint32_t num_virtual) {
   const std::size_t n = code.size();

@@ -98,6 +98,13 @@ struct Liveness {
   }
 };
 
+/// Rewrites `code`: before each instruction i come `insert_before[i]` (when
+/// given), then the instruction itself if `keep[i]`. A jump to i lands on
+/// the first of those (a removed target becomes what follows it), so an
+/// inserted instruction runs on every path that reaches i.
+void splice(std::vector<Instruction>& code, const std::vector<bool>& keep,
+            const std::vector<std::vector<Instruction>>& insert_before = {});
+
 /// The liveness of `code`'s virtual registers [0, num_virtual).
 [[nodiscard]] Liveness compute_liveness(std::span<const Instruction> code,
                                         std::span<const std::uint32_t> arg_pool,

@@ -86,36 +86,6 @@ struct Group {
   std::uint64_t offset = 0;
 };
 
-// Removes the instructions not in `keep`, keeping every jump on its target
-// (a removed target becomes the next kept instruction).
-void compact(std::vector<Instruction>& code, const std::vector<bool>& keep) {
-  std::vector<std::int64_t> index(code.size() + 1);
-  std::int64_t next = 0;
-  for (std::size_t i = 0; i < code.size(); ++i) {
-    index[i] = next;
-    if (keep[i]) ++next;
-  }
-  index[code.size()] = next;
-  const auto retarget = [&](std::size_t i, std::uint32_t& field) {
-    const std::int64_t target = static_cast<std::int64_t>(i) + jump_offset(field);
-    field = encode_jump(static_cast<std::int32_t>(index[static_cast<std::size_t>(target)] - index[i]));
-  };
-  std::vector<Instruction> out;
-  out.reserve(static_cast<std::size_t>(next));
-  for (std::size_t i = 0; i < code.size(); ++i) {
-    if (!keep[i]) continue;
-    Instruction in = code[i];
-    if (in.opcode == Opcode::If) {
-      retarget(i, in.b);
-      retarget(i, in.c);
-    } else if (in.opcode == Opcode::Goto) {
-      retarget(i, in.a);
-    }
-    out.push_back(in);
-  }
-  code = std::move(out);
-}
-
 }  // namespace
 
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
@@ -271,7 +241,7 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
     in.a = arena_reg;
     in.b = static_cast<std::uint32_t>(groups[g]->offset + in.b);
   }
-  compact(code, keep);
+  splice(code, keep);
   const Instruction prologue[] = {
       {.opcode = Opcode::LoadConsti, .aux = static_cast<std::uint8_t>(DType::i64), .dst = size_reg,
        .a = static_cast<std::uint32_t>(arena), .b = 0},
