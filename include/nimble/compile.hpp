@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nimble/ir/module.hpp"
+#include "nimble/runtime/device.hpp"
 #include "nimble/vm/executable.hpp"
 
 namespace nimble {
@@ -58,12 +59,17 @@ struct CompileOptions {
   /// every control-flow path (one allocation per call instead of one per
   /// op). Off: every kernel output has its own allocation.
   bool plan_memory = true;
+  /// Where kernels run. place_devices gives every value a device and copies
+  /// values that cross (scalar control and shapes stay on the CPU). Only
+  /// the CPU has a code generator yet: another device raises
+  /// Error(not_supported) after placement (dump_ir shows what it placed).
+  Device target = Device::cpu();
   /// Prints the IR after each pass to stderr.
   bool dump_ir = false;
   /// When set, compile fills it in (compiling a second time, unfused, to
   /// count the kernels fusion saved).
   CompileReport* report = nullptr;
-  // Later issues add: buckets, targets.
+  // Later issues add: buckets.
 };
 
 /// Compiles a type-checked module (Builder::build, or ir::verify and

@@ -104,6 +104,10 @@ const OpDef& nonzero();
 /// (x) -> i64[rank].
 const OpDef& shape_of();
 
+// --- devices ---------------------------------------------------------------------------
+/// (x) attrs src, dst (strings: "cpu", "cuda:N") -> x's type, on device dst.
+const OpDef& device_copy();
+
 // --- collecting loop results --------------------------------------------------------------
 /// (list: List<T[...]>) attrs axis (integer, 0) -> the elements stacked along a
 /// new axis of extent Any.

@@ -34,6 +34,8 @@ std::span<const OpDef* const> all_ops() noexcept {
       &ops::embedding(),
       // creation and data-dependent shapes
       &ops::zeros(), &ops::ones(), &ops::full(), &ops::arange(), &ops::nonzero(), &ops::shape_of(),
+      // devices
+      &ops::device_copy(),
       // collecting loop results
       &ops::stack(), &ops::dynamic_update_slice()};
   return table;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -67,13 +68,18 @@ ir::Expr rebuild(const ir::Expr& e, Child&& child, Body&& body) {
   }
 }
 
-/// A module with each global function replaced by `rewrite(function)`, its
-/// ADTs and entries kept, types inferred again.
+/// A module with each global function replaced by `rewrite(function)` (or
+/// `rewrite(name, function)`), its ADTs and entries kept, types inferred again.
 template <class Rewrite>
 ir::Module map_functions(const ir::Module& module, Rewrite&& rewrite) {
   ir::Module out;
   for (const ir::AdtDef& adt : module.adts()) out.add_adt(adt);
-  for (const auto& [name, fn] : module.functions()) out.add_function(name, rewrite(fn));
+  for (const auto& [name, fn] : module.functions()) {
+    if constexpr (std::is_invocable_v<Rewrite&, const std::string&, const ir::Expr&>)
+      out.add_function(name, rewrite(name, fn));
+    else
+      out.add_function(name, rewrite(fn));
+  }
   for (const std::string& entry : module.entries()) out.add_entry(entry);
   ir::infer_types(out);
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nimble/ir/module.hpp"
+#include "nimble/runtime/device.hpp"
 
 namespace nimble::passes {
 
@@ -18,5 +19,14 @@ namespace nimble::passes {
 /// epilogue; within one straight-line block, never across control flow
 /// (fuse_ops.cpp states the rules).
 [[nodiscard]] ir::Module fuse_ops(const ir::Module& module);
+
+/// Gives every value a device and inserts a device_copy where a value
+/// crosses devices: kernels on `target`, the VM's scalar work, shape reads
+/// and data-dependent shapes on the CPU, values that meet without an op
+/// (parameters, results, fields) where their type says, an entry's tensors
+/// on the host (place_devices.cpp states the rules). For the CPU: the
+/// module unchanged. Error(not_supported) for an entry whose parameters or
+/// results would carry tensors between devices inside an ADT.
+[[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target);
 
 }  // namespace nimble::passes

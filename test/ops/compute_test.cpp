@@ -74,8 +74,8 @@ TEST_CASE("compute: every op has a compute rule or is opaque, never both", "[com
     if (op->pattern == ir::OpPattern::opaque) opaque.insert(op->name);
   }
   // nonzero compacts data-dependent positions, shape_of is the VM's ShapeOf,
-  // stack walks a List value.
-  CHECK(opaque == std::set<std::string_view>{"nonzero", "shape_of", "stack"});
+  // stack walks a List value, device_copy is a transfer.
+  CHECK(opaque == std::set<std::string_view>{"nonzero", "shape_of", "stack", "device_copy"});
   CHECK(ops::add().pattern == ir::OpPattern::broadcast);
   CHECK(ops::exp().pattern == ir::OpPattern::elementwise);
   CHECK(ops::take().pattern == ir::OpPattern::injective);

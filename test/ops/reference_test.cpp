@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -1351,6 +1352,14 @@ TEST_CASE("reference: nonzero lists the indices of non-zero elements; shape_of t
   CHECK_THAT(call(ops::nonzero(), {f32({3}, {kNaN, 0, -0.0})}).tensor(),
              IsCloseTo(i64({1, 1}, {0})));
   CHECK(call(ops::nonzero(), {f32({}, {2})}).tensor().shape() == Shape{1, 0});
+}
+
+TEST_CASE("reference: device_copy is a fresh tensor with the same elements (one memory)", "[ops]") {
+  const Tensor x = f32({2, 2}, {1, -2, 3.5, kNaN});
+  const Tensor y = call(ops::device_copy(), {x}, {{"src", std::string("cpu")}, {"dst", std::string("cuda:0")}}).tensor();
+  CHECK(y.raw_data() != x.raw_data());
+  CHECK(y.shape() == x.shape());
+  CHECK(std::memcmp(y.raw_data(), x.raw_data(), x.nbytes()) == 0);
 }
 
 // --- lists

@@ -82,6 +82,7 @@ std::vector<Call> one_call_per_op() {
   calls.push_back({&ops::arange(), {scalar(0), scalar(5), scalar(2)}, {}});
   calls.push_back({&ops::nonzero(), {Tensor::from_data<float>({3}, {0, 1, 2})}, {}});
   calls.push_back({&ops::shape_of(), {f({2, 3})}, {}});
+  calls.push_back({&ops::device_copy(), {f({2, 3})}, {{"src", std::string("cpu")}, {"dst", std::string("cuda:0")}}});
   const Value list = Value::adt(1, {f({3}), Value::adt(1, {f({3}), Value::adt(0, {})})});
   calls.push_back({&ops::stack(), {list}, {}});
   calls.push_back(

@@ -55,7 +55,7 @@ using Ints = std::vector<std::int64_t>;
 
 TEST_CASE("the registry lists every op once and finds it by name", "[types]") {
   const auto ops = ir::all_ops();
-  CHECK(ops.size() == 58);
+  CHECK(ops.size() == 59);
   CHECK(ops.front() == &ops::neg());
   CHECK(ops.back() == &ops::dynamic_update_slice());
   for (const ir::OpDef* op : ops) {
@@ -607,6 +607,15 @@ TEST_CASE("creation ops take their rank from the shape argument", "[types]") {
   CHECK(relate(ops::shape_of(), {f32({})}) == "i64[0]");
   CHECK_NIMBLE_ERROR(relate(ops::shape_of(), {ir::tuple_type({f32({})})}), ErrorKind::type_error,
                      "x must be a tensor, got (f32[],)");
+}
+
+TEST_CASE("types: device_copy keeps its argument's type and checks the devices it names", "[types]") {
+  const ir::Attrs to_gpu{{"src", std::string("cpu")}, {"dst", std::string("cuda:1")}};
+  CHECK(relate(ops::device_copy(), {f32({sym("n"), Any, 3})}, to_gpu) == "f32[n, ?, 3]");
+  CHECK_NIMBLE_ERROR(relate(ops::device_copy(), {f32({2})}, {{"src", std::string("cpu")}, {"dst", std::string("tpu")}}),
+                     ErrorKind::type_error, "dst: expected a device ('cpu', 'cuda' or 'cuda:N'), got 'tpu'");
+  CHECK_NIMBLE_ERROR(relate(ops::device_copy(), {f32({2})}, {{"src", std::string("cpu")}}),
+                     ErrorKind::type_error, "device_copy: missing attribute 'dst'");
 }
 
 // --- collecting loop results

@@ -59,8 +59,8 @@ entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32
 
 /// `pass` on `input` prints as `expected` (both start with a newline, which
 /// is dropped); the first function must be an entry.
-inline void check_golden(ir::Module (*pass)(const ir::Module&), const std::string& input,
-                         const std::string& expected) {
+template <class Pass>
+void check_golden(Pass&& pass, const std::string& input, const std::string& expected) {
   ir::Module m = ir::parse(input, "input.nir");
   ir::verify(m);
   ir::infer_types(m);

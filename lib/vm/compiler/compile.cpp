@@ -138,10 +138,11 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
   // The pipeline, in order:
   //  2. fuse_ops: the bytecode compiler manifests memory per kernel, so each
   //     fused group gets its outputs' allocations (and one launch);
-  //  3. the bytecode compiler: manifest memory, shape computation, lambda
+  //  4. the bytecode compiler: manifest memory, shape computation, lambda
   //     lifting, match compilation, then per function memory planning
-  //     (which needs the final instruction stream's liveness) and register
-  //     allocation (which needs the planned one).
+  //     (which needs the final instruction stream's liveness), a kill after
+  //     each value's last use (of the planned stream) and register
+  //     allocation (last: kills count as definitions there).
   const auto after = [&](std::string_view pass, const ir::Module& m) {
 #ifndef NDEBUG
     ir::verify(m);  // a pass that breaks the IR is caught where it does
@@ -159,6 +160,16 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
   if (options.fuse_ops) {
     optimized = passes::fuse_ops(optimized);
     after("fuse_ops", optimized);
+  }
+  //  3. place_devices: after fusion, so that a fused group is one kernel on
+  //     one device and copies go only between kernels, never inside one;
+  //     before the bytecode compiler, which allocates each value where it
+  //     was placed.
+  if (!options.target.is_cpu()) {
+    optimized = passes::place_devices(optimized, options.target);
+    after("place_devices", optimized);
+    throw_error(ErrorKind::not_supported, "not supported: compiling for {}: no code generator for it yet",
+                to_string(options.target));
   }
   auto data = std::make_shared<vm::ExecutableData>(
       vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory, .report = options.report}).run());

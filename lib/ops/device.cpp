@@ -1,0 +1,54 @@
+// device_copy: a tensor's value on another device. place_devices
+// (lib/passes/place_devices.cpp) inserts it where a value crosses devices;
+// the VM runs it as DeviceCopy. Semantics: the result has x's type and
+// elements, on device `dst`; `src` is where x lives. Opaque: a copy is a
+// transfer, not a kernel, and is never fused.
+#include "nimble/runtime/device.hpp"
+#include "ops/ops.hpp"
+#include "ops/reference_util.hpp"
+#include "ops/relation_util.hpp"
+
+namespace nimble::ops {
+
+namespace {
+
+constexpr std::string_view kX[] = {"x"};
+
+// The device an attribute names; its parse error becomes a type error of the call.
+Device device_attr(const ir::Attrs& attrs, std::string_view name) {
+  const auto& text = std::get<std::string>(ir::attr_or_default(device_copy(), attrs, name));
+  try {
+    return parse_device(text);
+  } catch (const Error& e) {
+    throw_error(ErrorKind::type_error, "{}: {}", name, e.what());
+  }
+}
+
+Type device_copy_relation(std::span<const Type> args, const ir::Attrs& attrs) {
+  const TensorTypeNode& x = expect_tensor(args, 0, device_copy());
+  (void)device_attr(attrs, "src");
+  (void)device_attr(attrs, "dst");
+  return ir::tensor_type(x.shape, x.dtype);
+}
+
+// The reference interpreter has one (host) memory: a copy is a fresh tensor.
+Value device_copy_kernel(std::span<const Value> args, const ir::Attrs&) {
+  return ref::tensor_arg(args, 0).clone();
+}
+
+}  // namespace
+
+const OpDef& device_copy() {
+  static const ir::AttrSpec attrs[] = {{"src", ir::AttrKind::string, std::nullopt},
+                                       {"dst", ir::AttrKind::string, std::nullopt}};
+  static const OpDef def{.name = "device_copy",
+                         .arg_names = kX,
+                         .attrs = attrs,
+                         .type_relation = &device_copy_relation,
+                         .pattern = ir::OpPattern::opaque,
+                         .compute = nullptr,
+                         .reference = &device_copy_kernel};
+  return def;
+}
+
+}  // namespace nimble::ops

@@ -1,0 +1,189 @@
+// Golden tests of place_devices: where each value lives and where copies go,
+// for a second device. No GPU is needed: placement is a compile-time
+// decision, and the reference interpreter (one memory) checks that the
+// placed program still computes what the input does.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "nimble/nimble.hpp"
+#include "passes/golden.hpp"
+#include "passes/passes.hpp"
+
+using namespace nimble;
+using nimble::testing::check_golden;
+
+namespace {
+
+ir::Module on_gpu(const ir::Module& m) { return passes::place_devices(m, Device::cuda(0)); }
+ir::Module on_cpu(const ir::Module& m) { return passes::place_devices(m, Device::cpu()); }
+
+}  // namespace
+
+TEST_CASE("place_devices: on the CPU there is nothing to do", "[passes]") {
+  check_golden(on_cpu, nimble::testing::kNothingToDo, nimble::testing::kNothingToDo);
+}
+
+TEST_CASE("place_devices: kernels on the target, scalar control and shapes on the CPU", "[passes]") {
+  check_golden(on_gpu, R"(
+def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
+  let %y = matmul(%h, %w);
+  let %t = tanh(%y);
+  %t
+}
+
+entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
+  let %a = exp(%x);
+  let %b = add(%a, %x);
+  let %s = sum(%b);
+  let %c = greater(%s, 0f32);
+  let %j = add(%k, 1i64);
+  let %r = if (%c) {
+    let %l = @layer(%b, %w);
+    %l
+  } else {
+    %a
+  };
+  let %d = shape_of(%b);
+  (%r, %d, %j)
+}
+)",
+               R"(
+def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
+  let %y = matmul(%h, %w);
+  let %t = tanh(%y);
+  %t
+}
+
+entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
+  let %x_cuda0 = device_copy(%x, src="cpu", dst="cuda:0");
+  let %a = exp(%x_cuda0);
+  let %b = add(%a, %x_cuda0);
+  let %s = sum(%b);
+  let %c = greater(%s, 0f32);
+  let %j = add(%k, 1i64);
+  let %c_cpu = device_copy(%c, src="cuda:0", dst="cpu");
+  let %r = if (%c_cpu) {
+    let %w_cuda0 = device_copy(%w, src="cpu", dst="cuda:0");
+    let %l = @layer(%b, %w_cuda0);
+    %l
+  } else {
+    %a
+  };
+  let %d = shape_of(%b);
+  let %r_cpu = device_copy(%r, src="cuda:0", dst="cpu");
+  (%r_cpu, %d, %j)
+}
+)");
+}
+
+namespace {
+
+// A list built and folded inside the program, a closure over a tensor.
+ir::Module list_program(bool list_from_host) {
+  Builder b;
+  Adt list = b.list();
+  const Type vec = f32({2});
+  Function total = b.declare("total", {{"xs", list.type({vec})}}, vec);
+  b.define(total, [&](Expr xs) -> Expr {
+    return Match(xs)
+        .case_(list["Nil"], [&] { return constant(Tensor::zeros({2}, DType::f32)); })
+        .case_(list["Cons"], [&](Expr h, Expr t) { return h + total(t); });
+  });
+  if (list_from_host) {
+    b.entry(b.def("main", {{"x", vec}, {"xs", list.type({vec})}}, [&](Expr x, Expr xs) { return total(xs) * x; }));
+  } else {
+    b.entry(b.def("main", {{"x", vec}}, [&](Expr x) {
+      Closure scale = closure({{"y", vec}}, vec, [&](Expr y) { return y * x; });
+      return scale(total(list["Cons"]({x, list["Cons"]({exp(x), list["Nil"]()})})));
+    }));
+  }
+  return b.build();
+}
+
+}  // namespace
+
+TEST_CASE("place_devices: ADT fields, match bindings, closures and calls meet on the target", "[passes]") {
+  // A list built and folded inside the program, a closure over a parameter:
+  // the list's fields and @total's parameter and result are on the target,
+  // the closure copies what it captured from the host where it uses it.
+  check_golden(on_gpu, R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @main(%x: f32[2]) -> f32[2] {
+  let %fn = fn (%y: f32[2]) -> f32[2] {
+    let %mul = mul(%y, %x);
+    %mul
+  };
+  let %exp = exp(%x);
+  let %Cons = Cons(%exp, Nil);
+  let %Cons_1 = Cons(%x, %Cons);
+  let %total = @total(%Cons_1);
+  let %call = %fn(%total);
+  %call
+}
+
+def @total(%xs: List<f32[2]>) -> f32[2] {
+  let %match = match (%xs) {
+    Nil => {
+      const f32[2] [0; 2]
+    },
+    Cons(%v, %v_1) => {
+      let %total = @total(%v_1);
+      let %add = add(%v, %total);
+      %add
+    }
+  };
+  %match
+}
+)",
+               R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @main(%x: f32[2]) -> f32[2] {
+  let %fn = fn (%y: f32[2]) -> f32[2] {
+    let %x_cuda0 = device_copy(%x, src="cpu", dst="cuda:0");
+    let %mul = mul(%y, %x_cuda0);
+    %mul
+  };
+  let %x_cuda0_1 = device_copy(%x, src="cpu", dst="cuda:0");
+  let %exp = exp(%x_cuda0_1);
+  let %Cons = Cons(%exp, Nil);
+  let %Cons_1 = Cons(%x_cuda0_1, %Cons);
+  let %total = @total(%Cons_1);
+  let %call = %fn(%total);
+  let %call_cpu = device_copy(%call, src="cuda:0", dst="cpu");
+  %call_cpu
+}
+
+def @total(%xs: List<f32[2]>) -> f32[2] {
+  let %match = match (%xs) {
+    Nil => {
+      device_copy(const f32[2] [0; 2], src="cpu", dst="cuda:0")
+    },
+    Cons(%v, %v_1) => {
+      let %total = @total(%v_1);
+      let %add = add(%v, %total);
+      %add
+    }
+  };
+  %match
+}
+)");
+}
+
+TEST_CASE("place_devices: an entry taking host tensors inside an ADT is not supported off the CPU", "[passes]") {
+  const ir::Module m = list_program(true);
+  CHECK_THROWS_WITH(passes::place_devices(m, Device::cuda(0)),
+                    Catch::Contains("not supported") && Catch::Contains("%xs") && Catch::Contains("cuda:0"));
+  CHECK(ir::print(passes::place_devices(m, Device::cpu())) == ir::print(m));
+}
+
+TEST_CASE("place_devices: compiling for a device without a code generator says so after placing", "[passes]") {
+  const ir::Module m = list_program(false);
+  CHECK_THROWS_WITH(compile(m, {.target = Device::cuda(0)}),
+                    Catch::Contains("not supported") && Catch::Contains("cuda:0"));
+  vm::VirtualMachine machine(compile(m, {.target = Device::cpu()}));
+  const Tensor x = Tensor::from_data<float>({2}, {0.5f, -1.0f});
+  CHECK(nimble::testing::close_value(machine.invoke("main", {x}), evaluate(m, "main", {x}), {.rtol = 1e-5, .atol = 1e-6}));
+}
