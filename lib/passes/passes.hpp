@@ -29,4 +29,8 @@ namespace nimble::passes {
 /// results would carry tensors between devices inside an ADT.
 [[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target);
 
+/// Where place_devices runs an op call (or a call of a primitive function)
+/// for `target`; the bytecode compiler allocates its outputs there.
+[[nodiscard]] Device device_of_op_call(const ir::CallNode& call, Device target);
+
 }  // namespace nimble::passes

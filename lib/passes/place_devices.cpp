@@ -22,8 +22,10 @@
 //     ADTs and closures are VM objects (their fields follow the same rule);
 //   - an entry function is called by the host with host tensors: its tensor
 //     parameters are on the CPU and its tensor results (in a tuple too) go
-//     back there. Entry parameters and results that hold tensors inside an
-//     ADT, or parameters inside a tuple, are not supported yet off the CPU.
+//     back there. Entry parameters and results that would carry target
+//     tensors inside an ADT, or parameters inside a tuple, are not
+//     supported yet off the CPU (an ADT of integer scalars, such as a tree
+//     of token indices, is fine: those live on the CPU anyway).
 // A copy is inserted only where the device a value is on differs from the
 // one its use needs; a variable copied once is reused by later uses in its
 // block and the blocks inside it.
@@ -32,6 +34,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -56,6 +59,41 @@ bool is_vm_scalar(const ir::Type& t) {
          (tensor->dtype == DType::i64 || tensor->dtype == DType::i32 || tensor->dtype == DType::boolean);
 }
 
+// Whether a value of type `t` can hold a tensor that is not a VM scalar
+// (one that would live on the target), through tuples and ADT fields.
+bool holds_target_tensors(const ir::Type& t, const ir::Module& module,
+                          const std::map<std::string, ir::Type>& type_args, std::set<std::string>& seen) {
+  if (t.as<ir::TensorTypeNode>()) return !is_vm_scalar(t);
+  if (const auto* tuple = t.as<ir::TupleTypeNode>()) {
+    for (const ir::Type& f : tuple->fields)
+      if (holds_target_tensors(f, module, type_args, seen)) return true;
+    return false;
+  }
+  if (const auto* v = t.as<ir::TypeVarNode>()) {
+    const auto it = type_args.find(v->name);
+    return it == type_args.end() || holds_target_tensors(it->second, module, {}, seen);
+  }
+  if (const auto* adt = t.as<ir::AdtTypeNode>()) {
+    const ir::AdtDef def = module.find_adt(adt->name);
+    if (!def) return true;
+    std::map<std::string, ir::Type> inner;
+    std::string key = adt->name;
+    for (std::size_t i = 0; i < def->type_params.size() && i < adt->args.size(); ++i) {
+      ir::Type arg = adt->args[i];
+      if (const auto* v = arg.as<ir::TypeVarNode>(); v && type_args.count(v->name)) arg = type_args.at(v->name);
+      key += ' ';
+      key += ir::to_string(arg);
+      inner.emplace(def->type_params[i], arg);
+    }
+    if (!seen.insert(key).second) return false;  // a recursive occurrence: its fields are being checked
+    for (const ir::ConstructorDef& c : def->constructors)
+      for (const ir::Type& f : c.fields)
+        if (holds_target_tensors(f, module, inner, seen)) return true;
+    return false;
+  }
+  return false;  // functions
+}
+
 std::string device_name(Device d) { return d.is_cpu() ? "cpu" : fmt::format("cuda{}", d.index); }
 
 class Placer {
@@ -67,7 +105,9 @@ class Placer {
     const bool entry = module_.is_entry(name);
     for (const Expr& p : fn->params) {
       const auto* v = p.as<ir::VarNode>();
-      if (entry && !v->type_annotation.as<ir::TensorTypeNode>() && !v->type_annotation.as<ir::FuncTypeNode>())
+      std::set<std::string> seen;
+      if (entry && !v->type_annotation.as<ir::TensorTypeNode>() &&
+          holds_target_tensors(v->type_annotation, module_, {}, seen))
         throw_error(ErrorKind::not_supported,
                     "not supported: place_devices for {}: entry @{} takes %{} of type {}, which holds "
                     "host tensors the program would need on {}",
@@ -167,18 +207,10 @@ class Placer {
       for (std::size_t i = 0; i < n->args.size(); ++i) args.push_back(at(n->args[i], device_of_arg(i)));
     };
     if (const auto* op = n->callee.as<ir::OpNode>()) {
-      const ir::OpDef& def = *op->def;
-      Device result = target_;
-      if (&def == &ops::shape_of()) {
-        args.push_back(place(n->args[0]).expr);
-        result = Device::cpu();
-      } else if (&def == &ops::device_copy()) {
-        args.push_back(place(n->args[0]).expr);
-        result = parse_device(std::get<std::string>(*n->attrs.find("dst")));
+      const Device result = device_of_op_call(*n, target_);
+      if (op->def == &ops::shape_of() || op->def == &ops::device_copy()) {
+        args.push_back(place(n->args[0]).expr);  // read where it is
       } else {
-        bool on_cpu = ops::has_data_dependent_shape(def) || is_vm_scalar(e.type());
-        for (const Expr& a : n->args) on_cpu = on_cpu && (ops::has_data_dependent_shape(def) || is_vm_scalar(a.type()));
-        result = on_cpu ? Device::cpu() : target_;
         args_on([&](std::size_t) { return result; });
       }
       return {ir::call(n->callee, std::move(args), n->attrs, n->loc), result};
@@ -235,6 +267,8 @@ class Placer {
     if (t.as<ir::TensorTypeNode>()) return to(e, t, have, Device::cpu());
     if (t.as<ir::FuncTypeNode>()) return e;
     const auto* tuple = t.as<ir::TupleTypeNode>();
+    std::set<std::string> seen;
+    if (!tuple && !holds_target_tensors(t, module_, {}, seen)) return e;
     if (!tuple)
       throw_error(ErrorKind::not_supported,
                   "not supported: place_devices for {}: entry @{} returns {}, which would hold tensors "
@@ -295,6 +329,17 @@ class Placer {
 };
 
 }  // namespace
+
+Device device_of_op_call(const ir::CallNode& call, Device target) {
+  const ir::OpDef* op = call.callee.as<ir::OpNode>() ? call.callee.as<ir::OpNode>()->def : nullptr;
+  if (!op) return target;  // a primitive (fused) function: a kernel
+  if (op == &ops::shape_of()) return Device::cpu();
+  if (op == &ops::device_copy()) return parse_device(std::get<std::string>(ir::attr_or_default(*op, call.attrs, "dst")));
+  if (ops::has_data_dependent_shape(*op)) return Device::cpu();
+  bool scalars = is_vm_scalar(call.checked_type);
+  for (const Expr& a : call.args) scalars = scalars && is_vm_scalar(a.type());
+  return scalars ? Device::cpu() : target;
+}
 
 ir::Module place_devices(const ir::Module& module, Device target) {
   if (target.is_cpu()) return module;

@@ -6,8 +6,10 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <mutex>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "support/check.hpp"
 
@@ -189,8 +191,43 @@ PooledCpuAllocator& cpu_allocator() noexcept {
   return *allocator;
 }
 
+namespace {
+
+struct AllocatorRegistry {
+  std::mutex mutex;
+  std::vector<Allocator*> allocators;  // of devices other than the CPU
+};
+
+AllocatorRegistry& registry() {
+  static auto* const r = new AllocatorRegistry;  // leaked, as cpu_allocator()
+  return *r;
+}
+
+}  // namespace
+
+void register_allocator(Allocator& allocator) {
+  if (allocator.device().is_cpu())
+    throw_error(ErrorKind::invalid_argument, "register_allocator: expected a device other than the CPU, got cpu");
+  unregister_allocator(allocator.device());
+  AllocatorRegistry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.allocators.push_back(&allocator);
+}
+
+void unregister_allocator(Device device) {
+  AllocatorRegistry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  std::erase_if(r.allocators, [&](const Allocator* a) { return a->device() == device; });
+}
+
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
+  {
+    AllocatorRegistry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (Allocator* a : r.allocators)
+      if (a->device() == device) return *a;
+  }
   throw_error(ErrorKind::not_supported,
               "not supported: no allocator for device {} in this build (CUDA support comes with "
               "the GPU backend)",

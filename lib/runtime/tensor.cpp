@@ -118,7 +118,7 @@ void Tensor::check_access(DType requested, const char* accessor) const {
   if (requested != dtype_)
     throw_error(ErrorKind::type_error, "Tensor::{}<{}>: expected a {} tensor, got dtype {}",
                 accessor, to_string(requested), to_string(requested), to_string(dtype_));
-  if (!storage_->device().is_cpu())
+  if (!storage_->host_accessible())
     throw_error(ErrorKind::invalid_argument,
                 "Tensor::{}: elements of a tensor on {} cannot be read on the host", accessor,
                 to_string(storage_->device()));

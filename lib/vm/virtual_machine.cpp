@@ -19,12 +19,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
 
+#include "nimble/runtime/allocator.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "nimble/runtime/storage.hpp"
 #include "runtime/stats_counters.hpp"
@@ -772,13 +774,26 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
       set_tensor(r[in.dst], std::move(t));
       return;
     }
-    case Opcode::DeviceCopy:
-      if (in.b != in.c)
-        throw_error(ErrorKind::not_supported, "not supported: a copy between devices {} and {}",
-                    nimble::to_string(*decode_device(in.b)),
-                    nimble::to_string(*decode_device(in.c)));
-      r[in.dst] = r[in.a];
+    case Opcode::DeviceCopy: {
+      const Device src = *decode_device(in.b);
+      const Device dst = *decode_device(in.c);
+      if (src == dst) {
+        r[in.dst] = r[in.a];
+        return;
+      }
+      const Tensor& x = tensor_of(r[in.a]);
+      if (x.device() != src)
+        throw_error(ErrorKind::invalid_argument, "device_copy: expected a tensor on {}, got one on {}",
+                    nimble::to_string(src), nimble::to_string(x.device()));
+      Allocator& to = allocator_for(dst);
+      if (!allocator_for(src).host_accessible() || !to.host_accessible())
+        throw_error(ErrorKind::not_supported, "not supported: a copy from {} to {} (memory the host cannot read)",
+                    nimble::to_string(src), nimble::to_string(dst));
+      Tensor copy = Tensor::view_of(Storage::allocate(x.nbytes(), to), x.shape(), x.dtype());
+      if (x.nbytes() > 0) std::memcpy(copy.raw_data(), x.raw_data(), x.nbytes());
+      set_tensor(r[in.dst], std::move(copy));
       return;
+    }
     case Opcode::StorageSize: {
       const Shape shape = shape_from(tensor_of(r[in.a]));
       std::int64_t bytes = static_cast<std::int64_t>(dtype_size(static_cast<DType>(in.aux)));

@@ -31,6 +31,10 @@ class Allocator {
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
   [[nodiscard]] virtual AllocatorStats stats() const noexcept = 0;
   [[nodiscard]] virtual Device device() const noexcept = 0;
+  /// Whether the host reads and writes this memory directly (the CPU's does;
+  /// a GPU's does not): host kernels may run on it and copies to and from it
+  /// are memcpy.
+  [[nodiscard]] virtual bool host_accessible() const noexcept { return true; }
 
   /// Alignment of every block: a cache line, and a full AVX-512 vector.
   static constexpr std::size_t kAlignment = 64;
@@ -75,5 +79,12 @@ class PooledCpuAllocator final : public Allocator {
 /// The allocator for `device`. Throws Error(not_supported) for a device that
 /// has no allocator in this build or on this machine.
 [[nodiscard]] Allocator& allocator_for(Device device);
+
+/// Makes `allocator` the one allocator_for(allocator.device()) returns, for
+/// a device other than the CPU (the GPU backend registers its devices; tests
+/// register host memory as a second device). It must outlive every tensor
+/// allocated through it. unregister_allocator(device) undoes it.
+void register_allocator(Allocator& allocator);
+void unregister_allocator(Device device);
 
 }  // namespace nimble

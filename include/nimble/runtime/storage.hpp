@@ -33,6 +33,11 @@ class Storage final : public RefCounted {
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
   [[nodiscard]] Device device() const noexcept { return device_; }
   [[nodiscard]] bool is_borrowed() const noexcept { return allocator_ == nullptr; }
+  /// Whether the host reads and writes these bytes directly (the CPU's
+  /// memory, or another device's whose allocator says so).
+  [[nodiscard]] bool host_accessible() const noexcept {
+    return device_.is_cpu() || (allocator_ != nullptr && allocator_->host_accessible());
+  }
 
  private:
   Storage(void* data, std::size_t nbytes, Device device, Allocator* allocator) noexcept

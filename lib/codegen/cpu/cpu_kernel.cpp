@@ -168,7 +168,7 @@ class CpuKernel final : public Kernel {
   // Tensor::raw_data's checks, less its dtype test (the caller made it).
   void* host_data(const Tensor& t, std::size_t i, std::size_t num_in) const {
     const Ref<Storage>& storage = t.storage();
-    if (!storage || !storage->device().is_cpu()) [[unlikely]]
+    if (!storage || !storage->host_accessible()) [[unlikely]]
       not_on_host(t, i, num_in);
     return static_cast<std::byte*>(storage->data()) + t.byte_offset();
   }

@@ -7,6 +7,7 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "eval/reference_provider.hpp"
 #include "nimble/compile.hpp"
+#include "nimble/runtime/allocator.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
 #include "vm/compiler/compiler.hpp"
@@ -168,11 +169,16 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
   if (!options.target.is_cpu()) {
     optimized = passes::place_devices(optimized, options.target);
     after("place_devices", optimized);
-    throw_error(ErrorKind::not_supported, "not supported: compiling for {}: no code generator for it yet",
-                to_string(options.target));
+    // Kernels are compiled for the host: they run on a device whose memory
+    // the host reads (a second device in tests); a GPU's needs its backend.
+    if (!allocator_for(options.target).host_accessible())
+      throw_error(ErrorKind::not_supported, "not supported: compiling for {}: no code generator for it yet",
+                  to_string(options.target));
   }
   auto data = std::make_shared<vm::ExecutableData>(
-      vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory, .report = options.report}).run());
+      vm::ModuleCompiler(optimized, {.plan_memory = options.plan_memory, .report = options.report,
+                                     .target = options.target})
+          .run());
   if (options.report) {
     CompileReport unfused;
     (void)vm::ModuleCompiler(module, {.plan_memory = false, .report = &unfused}).run();

@@ -77,11 +77,13 @@ class ModuleCompiler {
   struct Options {
     bool plan_memory = true;
     CompileReport* report = nullptr;  ///< filled in by run() when set
+    Device target = Device::cpu();    ///< where kernels run (the module is placed for it)
   };
   ModuleCompiler(const ir::Module& module, Options options);
   [[nodiscard]] ExecutableData run();
 
   const ir::Module& module() const { return module_; }
+  [[nodiscard]] Device target() const { return options_.target; }
   ExecutableData& data() { return data_; }
 
   /// Index of global function `name`.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ops/ops.hpp"
+#include "passes/passes.hpp"
 #include "support/check.hpp"
 #include "vm/compiler/compiler.hpp"
 
@@ -76,7 +77,8 @@ bool is_view(const ir::OpDef& op) {
 namespace {
 
 // Emits the allocation of a tensor of static shape `dims`.
-std::uint32_t alloc_static(FunctionCompiler& fc, std::span<const std::int64_t> dims, DType dtype) {
+std::uint32_t alloc_static(FunctionCompiler& fc, std::span<const std::int64_t> dims, DType dtype,
+                           Device device) {
   std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
   for (std::int64_t d : dims) bytes *= d;
   const std::uint32_t size = fc.new_reg();
@@ -85,7 +87,7 @@ std::uint32_t alloc_static(FunctionCompiler& fc, std::span<const std::int64_t> d
            .b = static_cast<std::uint32_t>(static_cast<std::uint64_t>(bytes) >> 32)});
   const std::uint32_t storage = fc.new_reg();
   fc.emit({.opcode = Opcode::AllocStorage, .aux = static_cast<std::uint8_t>(dtype), .dst = storage,
-           .a = size, .b = kAlignment, .c = encode_device(Device::cpu())});
+           .a = size, .b = kAlignment, .c = encode_device(device)});
   const std::uint32_t tensor = fc.new_reg();
   fc.emit({.opcode = Opcode::AllocTensor, .aux = static_cast<std::uint8_t>(dtype), .dst = tensor,
            .a = storage, .b = 0, .c = fc.module_compiler().shape(dims)});
@@ -93,13 +95,13 @@ std::uint32_t alloc_static(FunctionCompiler& fc, std::span<const std::int64_t> d
 }
 
 // Emits the allocation of a tensor whose shape is in register `shape`.
-std::uint32_t alloc_dynamic(FunctionCompiler& fc, std::uint32_t shape, DType dtype) {
+std::uint32_t alloc_dynamic(FunctionCompiler& fc, std::uint32_t shape, DType dtype, Device device) {
   const std::uint32_t size = fc.new_reg();
   fc.emit({.opcode = Opcode::StorageSize, .aux = static_cast<std::uint8_t>(dtype), .dst = size,
            .a = shape});
   const std::uint32_t storage = fc.new_reg();
   fc.emit({.opcode = Opcode::AllocStorage, .aux = static_cast<std::uint8_t>(dtype), .dst = storage,
-           .a = size, .b = kAlignment, .c = encode_device(Device::cpu())});
+           .a = size, .b = kAlignment, .c = encode_device(device)});
   const std::uint32_t tensor = fc.new_reg();
   fc.emit({.opcode = Opcode::AllocTensorReg, .aux = static_cast<std::uint8_t>(dtype),
            .dst = tensor, .a = storage, .b = 0, .c = shape});
@@ -121,7 +123,7 @@ std::vector<std::uint32_t> shapes_from_shape_function(FunctionCompiler& fc, cons
   std::vector<std::uint32_t> shapes;
   for (const ir::TensorTypeNode* t : outs) {
     const std::int64_t rank[] = {static_cast<std::int64_t>(t->rank())};
-    shapes.push_back(alloc_static(fc, rank, DType::i64));
+    shapes.push_back(alloc_static(fc, rank, DType::i64, Device::cpu()));  // shape functions run on the CPU
   }
   std::vector<std::uint32_t> list = inputs;
   list.insert(list.end(), shapes.begin(), shapes.end());
@@ -209,6 +211,15 @@ std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
       return dst;
     }
   }
+  if (&op == &ops::device_copy()) {
+    const std::uint32_t x = compile_value(call.args[0]);
+    const std::uint32_t dst = new_reg();
+    const auto device = [&](std::string_view name) {
+      return encode_device(parse_device(std::get<std::string>(ir::attr_or_default(op, call.attrs, name))));
+    };
+    emit({.opcode = Opcode::DeviceCopy, .dst = dst, .a = x, .b = device("src"), .c = device("dst")});
+    return dst;
+  }
   if (&op == &ops::shape_of()) {
     const std::uint32_t x = compile_value(call.args[0]);
     const std::uint32_t dst = new_reg();
@@ -270,14 +281,16 @@ std::uint32_t FunctionCompiler::compile_kernel_call(const ir::CallNode& call, st
   const std::vector<std::uint32_t> inputs = compile_args(call.args);
   bool dynamic = false;
   for (const ir::TensorTypeNode* t : outs) dynamic = dynamic || !static_shape(*t);
+  const Device device = passes::device_of_op_call(call, mc_.target());
   std::vector<std::uint32_t> results;
   if (dynamic) {
     std::optional<std::vector<std::uint32_t>> shapes = shapes_from_types(*this, call, inputs, outs);
     if (!shapes) shapes = shapes_from_shape_function(*this, call, inputs, outs);
     for (std::size_t k = 0; k < outs.size(); ++k)
-      results.push_back(alloc_dynamic(*this, (*shapes)[k], outs[k]->dtype));
+      results.push_back(alloc_dynamic(*this, (*shapes)[k], outs[k]->dtype, device));
   } else {
-    for (const ir::TensorTypeNode* t : outs) results.push_back(alloc_static(*this, *static_shape(*t), t->dtype));
+    for (const ir::TensorTypeNode* t : outs)
+      results.push_back(alloc_static(*this, *static_shape(*t), t->dtype, device));
   }
   std::vector<std::uint32_t> list = inputs;
   list.insert(list.end(), results.begin(), results.end());

@@ -1,0 +1,183 @@
+// place_devices end to end on a second device. No GPU here: the second
+// device is host memory registered under a CUDA device id (a fake device),
+// so the host's kernels can run on it while every allocation, copy and
+// placement decision is the one a real second device would get. Each
+// program must compute what the reference interpreter computes, its
+// results must come back to the host, and kernels' outputs must live on
+// the device.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <new>
+
+#include "models/lstm.hpp"
+#include "models/tree_lstm.hpp"
+#include "models/bert.hpp"
+#include "models/workloads.hpp"
+#include "nimble/nimble.hpp"
+#include "support/same_value.hpp"
+
+using namespace nimble;
+using nimble::testing::close_value;
+
+namespace {
+
+// Host memory that calls itself `device`.
+class FakeDevice final : public Allocator {
+ public:
+  explicit FakeDevice(Device device, bool host_accessible = true)
+      : device_(device), host_accessible_(host_accessible) {
+    register_allocator(*this);
+  }
+  ~FakeDevice() override { unregister_allocator(device_); }
+  FakeDevice(const FakeDevice&) = delete;
+  FakeDevice& operator=(const FakeDevice&) = delete;
+
+  void* allocate(std::size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    allocations_.fetch_add(1);
+    live_.fetch_add(nbytes);
+    return ::operator new(nbytes, std::align_val_t{kAlignment});
+  }
+  void deallocate(void* p, std::size_t nbytes) noexcept override {
+    if (p == nullptr) return;
+    live_.fetch_sub(nbytes);
+    ::operator delete(p, std::align_val_t{kAlignment});
+  }
+  [[nodiscard]] AllocatorStats stats() const noexcept override {
+    return {.live_bytes = live_.load(), .allocations = allocations_.load()};
+  }
+  [[nodiscard]] Device device() const noexcept override { return device_; }
+  [[nodiscard]] bool host_accessible() const noexcept override { return host_accessible_; }
+
+ private:
+  Device device_;
+  bool host_accessible_;
+  std::atomic<std::size_t> live_{0};
+  std::atomic<std::uint64_t> allocations_{0};
+};
+
+std::uint64_t executed(const vm::Profile& p, std::string_view opcode) {
+  for (const auto& c : p.instructions)
+    if (c.name == opcode) return c.count;
+  return 0;
+}
+
+bool all_on_host(const Value& v) {
+  if (v.is_tensor()) return v.tensor().device() == Device::cpu();
+  if (v.kind() == Value::Kind::tuple || v.kind() == Value::Kind::adt)
+    for (const Value& f : v.fields())
+      if (!all_on_host(f)) return false;
+  return true;
+}
+
+const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
+
+// The program of place_devices' golden test: kernels, a condition computed
+// by a kernel, scalar work, a call, a shape read, a tuple result.
+constexpr const char* kProgram = R"(
+def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
+  let %y = matmul(%h, %w);
+  let %t = tanh(%y);
+  %t
+}
+
+entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
+  let %a = exp(%x);
+  let %b = add(%a, %x);
+  let %s = sum(%b);
+  let %c = greater(%s, 0f32);
+  let %j = add(%k, 1i64);
+  let %r = if (%c) {
+    let %l = @layer(%b, %w);
+    %l
+  } else {
+    %a
+  };
+  let %d = shape_of(%b);
+  (%r, %d, %j)
+}
+)";
+
+}  // namespace
+
+TEST_CASE("devices: a program placed on a second device computes on it and answers on the host", "[vm]") {
+  FakeDevice device(Device::cuda(3));
+  ir::Module m = ir::parse(kProgram);
+  ir::infer_types(m);
+  // Unfused, so that each op is one kernel with its own output.
+  vm::VirtualMachine machine(compile(m, {.fuse_ops = false, .target = Device::cuda(3)}));
+  const Tensor w = Tensor::full({4, 4}, 0.25, DType::f32);
+  for (double fill : {0.5, -3.0}) {
+    INFO("x filled with " << fill << (fill > 0 ? " (the call)" : " (the other branch)"));
+    const Tensor x = Tensor::full({5, 4}, fill, DType::f32);
+    const std::vector<Value> args{x, w, Tensor::scalar<std::int64_t>(7)};
+    machine.set_profiling(true);
+    const std::uint64_t before = device.stats().allocations;
+    const Value out = machine.invoke("f", args);
+    CHECK(close_value(out, evaluate(m, "f", args), kTolerance));
+    CHECK(all_on_host(out));
+    // On the device: the outputs of exp, add, sum, greater, and of matmul
+    // and tanh in the call; the copies of x and (for the call) w. Copies of
+    // c and r come back to the host.
+    CHECK(device.stats().allocations - before == (fill > 0 ? 8u : 5u));
+    CHECK(executed(machine.profile(), "DeviceCopy") == (fill > 0 ? 4u : 3u));
+  }
+  CHECK(device.stats().live_bytes == 0);  // nothing on the device outlives a call
+}
+
+TEST_CASE("devices: the LSTM and the Tree-LSTM on a second device match the CPU", "[vm]") {
+  FakeDevice device(Device::cuda(3));
+  {
+    Builder b;
+    models::build_lstm(b);
+    const ir::Module m = b.build();
+    std::vector<Value> args{workloads::w1_input(3)};
+    for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
+    vm::VirtualMachine on_device(compile(m, {.target = Device::cuda(3)}));
+    vm::VirtualMachine on_cpu(compile(m));
+    const Value out = on_device.invoke("lstm", args);
+    CHECK(all_on_host(out));
+    CHECK(close_value(out, on_cpu.invoke("lstm", args), kTolerance));
+  }
+  {
+    Builder b;
+    models::build_tree_lstm(b);
+    const ir::Module m = b.build();
+    const Adt tree(m.find_adt("Tree"));
+    const auto shape = workloads::w2_tree(8);
+    const std::function<Value(const workloads::TreeShape&)> tree_value = [&](const workloads::TreeShape& t) {
+      if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
+      return tree["Node"].value({tree_value(*t.left), tree_value(*t.right)});
+    };
+    std::vector<Value> args{tree_value(*shape), workloads::w2_leaves(8)};
+    for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
+    vm::VirtualMachine on_device(compile(m, {.target = Device::cuda(3)}));
+    vm::VirtualMachine on_cpu(compile(m));
+    const Value out = on_device.invoke("tree_lstm", args);
+    CHECK(all_on_host(out));
+    CHECK(close_value(out, on_cpu.invoke("tree_lstm", args), kTolerance));
+  }
+  CHECK(device.stats().allocations > 0);
+  CHECK(device.stats().live_bytes == 0);
+}
+
+TEST_CASE("devices: what cannot run on a second device says so", "[vm]") {
+  ir::Module m = ir::parse(kProgram);
+  ir::infer_types(m);
+  // No allocator for the device.
+  CHECK_THROWS_WITH(compile(m, {.target = Device::cuda(5)}),
+                    Catch::Contains("not supported") && Catch::Contains("cuda:5"));
+  // Memory the host cannot read: host kernels cannot run there.
+  {
+    FakeDevice opaque(Device::cuda(5), /*host_accessible=*/false);
+    CHECK_THROWS_WITH(compile(m, {.target = Device::cuda(5)}),
+                      Catch::Contains("not supported") && Catch::Contains("cuda:5"));
+  }
+  // BERT takes its layers' weights as a List of tuples from the host.
+  FakeDevice device(Device::cuda(3));
+  Builder b;
+  models::build_bert(b);
+  CHECK_THROWS_WITH(compile(b.build(), {.target = Device::cuda(3)}),
+                    Catch::Contains("not supported") && Catch::Contains("@bert"));
+}
