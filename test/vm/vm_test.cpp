@@ -369,6 +369,32 @@ TEST_CASE("VM: a value dies right after its last use, not when its frame ends", 
   CHECK(machine.executable().disassemble().find("KillRegister") != std::string::npos);
 }
 
+TEST_CASE("VM: a recursion holds no arena of its callers' dead intermediates", "[vm]") {
+  // Each level computes planned intermediates before and after its call.
+  // With one arena per region (between calls), nothing planned is held
+  // while the callee runs; one arena per function would be held by every
+  // level of the recursion with nothing live in it.
+  Builder b;
+  Function down = b.declare("down", {{"n", i64({})}, {"x", f32({256})}}, f32({256}));
+  b.define(down, [&](Expr n, Expr x) {
+    return if_(equal(n, scalar(0, DType::i64)), [&] { return x * 0.5; }, [&] {
+      Expr y = tanh(tanh(x * 0.9) + 0.1);
+      Expr w = down(n - 1.0, y);
+      return tanh(tanh(w * 1.1) + 0.2);
+    });
+  });
+  b.entry(down);
+  const ir::Module m = b.build();
+  vm::VirtualMachine machine(compile(m, {.fuse_ops = false}));
+  machine.set_memory_tracing(true);
+  const Tensor x = Tensor::full({256}, 0.3, DType::f32);
+  const Value out = machine.invoke("down", {i64s(40), x});
+  CHECK(close_value(out, evaluate(m, "down", {i64s(40), x}), {.rtol = 1e-4, .atol = 1e-5}));
+  const vm::MemoryTrace trace = machine.memory_trace();
+  INFO("peak " << trace.activation_peak_bytes << ", lower bound " << trace.activation_lower_bound_bytes);
+  CHECK(trace.activation_peak_bytes <= trace.activation_lower_bound_bytes * 5 / 4);
+}
+
 TEST_CASE("VM: the memory trace leaves out weights and inputs and counts an arena whole", "[vm]") {
   Builder b;
   b.entry(b.def("id", {{"x", f32({Any})}}, [](Expr x) { return x; }));

@@ -67,7 +67,8 @@ Liveness compute_liveness(std::span<const Instruction> code, std::span<const std
   for (std::size_t i = 0; i < n; ++i) {
     successors(code, i, succ);
     const bool falls_through = succ.size() == 1 && succ[0] == i + 1;
-    if (!falls_through) leader[i + 1] = true;
+    if (falls_through) continue;
+    leader[i + 1] = true;
     for (std::size_t s : succ) {
       NIMBLE_ASSERT(s < n, "a jump leaves its function");
       leader[s] = true;

@@ -1,10 +1,13 @@
 // Memory planning. Manifest memory (op_call.cpp) gives every kernel output
 // its own AllocStorage, so an inference makes one pooled allocation (and
-// one release) per op. This pass coalesces, per function, the storages of
-// static size whose tensors never leave the function into one arena,
-// allocated once on entry: storages whose lifetimes never overlap on any
-// control-flow path share bytes, and each AllocTensor becomes a view at its
-// storage's offset in the arena.
+// one release) per op. This pass coalesces the storages of static size
+// whose tensors never leave the function into arenas, one per region (a
+// stretch of straight-line code between calls): storages whose lifetimes
+// never overlap on any control-flow path share bytes, and each AllocTensor
+// becomes a view at its storage's offset in its region's arena. An arena
+// per region rather than per function, because an arena lives as long as
+// any tensor in it: one allocated on entry would be held through every call
+// the function makes (a recursion would hold one per level, none of it live).
 //
 // It runs on the bytecode with virtual registers (before register
 // allocation), where liveness is exact for the code that will run:
@@ -17,14 +20,19 @@
 //      closure escapes the frame and keeps its own storage. A group live
 //      across a call (Invoke, InvokeClosure) keeps its own storage too, so
 //      that a recursion holds no planned buffer while its callees run.
-//   3. Two planned groups interfere when one is live where the other is
-//      defined (liveness over the bytecode's control flow): then their
-//      bytes may not overlap. Offsets: largest group first, each at the
-//      lowest 64-byte aligned offset clear of the groups it interferes
+//   3. Regions: a new one starts at every basic block and after every call.
+//      A group belongs to the region of its AllocStorage (and stays
+//      unplanned if a view of it is made in another); a region with fewer
+//      than two groups gains nothing from an arena.
+//   4. Two planned groups of a region interfere when one is live where the
+//      other is defined (liveness over the bytecode's control flow): then
+//      their bytes may not overlap. Offsets: largest group first, each at
+//      the lowest 64-byte aligned offset clear of the groups it interferes
 //      with already placed (first fit, as TVM's static memory planner).
-//   4. Rewrite: one LoadConsti + AllocStorage of the arena at the function's
-//      entry; each planned AllocTensor views the arena at its offset; the
-//      planned AllocStorage instructions and their size constants go.
+//   5. Rewrite: one LoadConsti + AllocStorage of each arena where its
+//      region's first planned storage was; each planned AllocTensor views
+//      its arena at its offset; the planned AllocStorage instructions and
+//      their size constants go.
 // The arena lives as long as any tensor in it (the tensors hold it), so
 // a tail-recursive loop allocates it once per iteration, and the frame's
 // register for it dies after its last AllocTensor.
@@ -84,6 +92,7 @@ struct Group {
   bool planned = true;
   std::vector<std::uint32_t> interferes;  // other planned groups (by root)
   std::uint64_t offset = 0;
+  std::uint32_t region = 0;
 };
 
 }  // namespace
@@ -165,14 +174,41 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
     if (code[i].opcode == Opcode::Invoke || code[i].opcode == Opcode::InvokeClosure)
       live.for_each([&](std::uint32_t r) { excluded[alias.find(r)] = true; });
   });
-  std::vector<std::uint32_t> planned;
+
+  // 3. Regions, and the groups each plans.
+  std::vector<std::uint32_t> region(code.size());
+  std::uint32_t num_regions = 0;
+  for (std::size_t i = 0, b = 0; i < code.size(); ++i) {
+    const bool block_starts = b < liveness.block_start.size() && liveness.block_start[b] == i;
+    if (block_starts) ++b;
+    const bool after_call = i > 0 && (code[i - 1].opcode == Opcode::Invoke || code[i - 1].opcode == Opcode::InvokeClosure);
+    if (i == 0 || block_starts || after_call) ++num_regions;
+    region[i] = num_regions - 1;
+  }
   for (std::uint32_t r = 0; r < num_virtual; ++r)
-    if (groups[r] && !excluded[r] && groups[r]->bytes > 0) planned.push_back(r);
-  // One storage gains nothing from an arena.
-  if (planned.size() < 2) return num_virtual;
+    if (groups[r]) groups[r]->region = region[groups[r]->alloc];
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    const Instruction& in = code[i];
+    if (in.opcode != Opcode::AllocTensor && in.opcode != Opcode::AllocTensorReg) continue;
+    const std::uint32_t g = alias.find(in.a);
+    if (groups[g] && groups[g]->region != region[i]) excluded[g] = true;
+  }
+  std::vector<std::uint32_t> per_region(num_regions, 0);
+  for (std::uint32_t r = 0; r < num_virtual; ++r)
+    if (groups[r] && !excluded[r] && groups[r]->bytes > 0) ++per_region[groups[r]->region];
+  std::vector<std::uint32_t> planned;
+  for (std::uint32_t r = 0; r < num_virtual; ++r) {
+    if (!groups[r] || excluded[r]) continue;
+    if (groups[r]->bytes == 0 || per_region[groups[r]->region] < 2) {
+      excluded[r] = true;  // one storage gains nothing from an arena
+      continue;
+    }
+    planned.push_back(r);
+  }
+  if (planned.empty()) return num_virtual;
   const auto is_planned = [&](std::uint32_t root) { return groups[root] && !excluded[root]; };
 
-  // 3. Interference between planned groups, then offsets. The largest sum
+  // 4. Interference between planned groups of a region, then offsets. The largest sum
   // of the groups in use at one instruction bounds any placement from below.
   std::vector<std::uint32_t> operands, in_use;
   std::uint64_t lower_bound = 0;
@@ -195,7 +231,7 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
       const std::uint32_t g = alias.find(r);
       if (!is_planned(g)) return;
       const auto edge = [&](std::uint32_t h) {
-        if (h == g || !is_planned(h)) return;
+        if (h == g || !is_planned(h) || groups[h]->region != groups[g]->region) return;
         groups[g]->interferes.push_back(h);
         groups[h]->interferes.push_back(g);
       };
@@ -207,7 +243,7 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
                    [&](std::uint32_t x, std::uint32_t y) { return groups[x]->bytes > groups[y]->bytes; });
   std::vector<bool> placed(num_virtual, false);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> taken;  // [begin, end) of placed neighbours
-  std::uint64_t arena = 0;
+  std::vector<std::uint64_t> arena(num_regions, 0);
   for (std::uint32_t g : planned) {
     Group& group = *groups[g];
     taken.clear();
@@ -221,14 +257,37 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
     }
     group.offset = offset;
     placed[g] = true;
-    arena = std::max(arena, offset + group.bytes);
+    arena[group.region] = std::max(arena[group.region], offset + group.bytes);
   }
-  if (arena > kMaxArena) return num_virtual;
-  if (stats) *stats = {.arena_bytes = arena, .lower_bound_bytes = lower_bound};
+  std::uint64_t total = 0;
+  for (std::uint64_t a : arena) {
+    if (a > kMaxArena) return num_virtual;
+    total += a;
+  }
+  if (stats) *stats = {.arena_bytes = total, .lower_bound_bytes = lower_bound};
 
-  // 4. Rewrite.
-  const std::uint32_t size_reg = num_virtual;
-  const std::uint32_t arena_reg = num_virtual + 1;
+  // 5. Rewrite: each region's arena (two new registers: its size, itself)
+  // where its first planned storage was allocated.
+  std::vector<std::int64_t> first_alloc(num_regions, -1);
+  for (std::uint32_t g : planned) {
+    std::int64_t& first = first_alloc[groups[g]->region];
+    const auto at = static_cast<std::int64_t>(groups[g]->alloc);
+    if (first < 0 || at < first) first = at;
+  }
+  std::vector<std::uint32_t> arena_reg(num_regions, 0);
+  std::vector<std::vector<Instruction>> insert(code.size());
+  std::uint32_t next_reg = num_virtual;
+  for (std::uint32_t k = 0; k < num_regions; ++k) {
+    if (first_alloc[k] < 0) continue;
+    const std::uint32_t size_reg = next_reg++;
+    arena_reg[k] = next_reg++;
+    insert[static_cast<std::size_t>(first_alloc[k])] = {
+        {.opcode = Opcode::LoadConsti, .aux = static_cast<std::uint8_t>(DType::i64), .dst = size_reg,
+         .a = static_cast<std::uint32_t>(arena[k]), .b = 0},
+        {.opcode = Opcode::AllocStorage, .aux = static_cast<std::uint8_t>(DType::i8), .dst = arena_reg[k],
+         .a = size_reg, .b = static_cast<std::uint32_t>(kAlignment), .c = cpu},
+    };
+  }
   std::vector<bool> keep(code.size(), true);
   for (std::uint32_t g : planned) {
     keep[groups[g]->alloc] = false;
@@ -238,18 +297,11 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
     if (in.opcode != Opcode::AllocTensor && in.opcode != Opcode::AllocTensorReg) continue;
     const std::uint32_t g = alias.find(in.a);
     if (!is_planned(g) || code[groups[g]->alloc].dst != in.a) continue;
-    in.a = arena_reg;
+    in.a = arena_reg[groups[g]->region];
     in.b = static_cast<std::uint32_t>(groups[g]->offset + in.b);
   }
-  splice(code, keep);
-  const Instruction prologue[] = {
-      {.opcode = Opcode::LoadConsti, .aux = static_cast<std::uint8_t>(DType::i64), .dst = size_reg,
-       .a = static_cast<std::uint32_t>(arena), .b = 0},
-      {.opcode = Opcode::AllocStorage, .aux = static_cast<std::uint8_t>(DType::i8), .dst = arena_reg,
-       .a = size_reg, .b = static_cast<std::uint32_t>(kAlignment), .c = cpu},
-  };
-  code.insert(code.begin(), std::begin(prologue), std::end(prologue));
-  return num_virtual + 2;
+  splice(code, keep, insert);
+  return next_reg;
 }
 
 }  // namespace nimble::vm
