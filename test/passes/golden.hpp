@@ -57,6 +57,32 @@ entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32
 }
 )";
 
+/// A program for device placement: kernels, a condition a kernel computes,
+/// scalar work, a call, a shape read, a tuple result.
+inline constexpr const char* kPlacementProgram = R"(
+entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
+  let %a = exp(%x);
+  let %b = add(%a, %x);
+  let %s = sum(%b);
+  let %c = greater(%s, 0f32);
+  let %j = add(%k, 1i64);
+  let %r = if (%c) {
+    let %l = @layer(%b, %w);
+    %l
+  } else {
+    %a
+  };
+  let %d = shape_of(%b);
+  (%r, %d, %j)
+}
+
+def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
+  let %y = matmul(%h, %w);
+  let %t = tanh(%y);
+  %t
+}
+)";
+
 /// `pass` on `input` prints as `expected` (both start with a newline, which
 /// is dropped); the first function must be an entry.
 template <class Pass>
@@ -74,6 +100,7 @@ void check_golden(Pass&& pass, const std::string& input, const std::string& expe
   ir::infer_types(reparsed);
 
   const std::string name = m.functions()[0].first;
+  REQUIRE(m.is_entry(name));
   const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     std::uint64_t state = seed;

@@ -25,36 +25,8 @@ TEST_CASE("place_devices: on the CPU there is nothing to do", "[passes]") {
 }
 
 TEST_CASE("place_devices: kernels on the target, scalar control and shapes on the CPU", "[passes]") {
-  check_golden(on_gpu, R"(
-def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
-  let %y = matmul(%h, %w);
-  let %t = tanh(%y);
-  %t
-}
-
-entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
-  let %a = exp(%x);
-  let %b = add(%a, %x);
-  let %s = sum(%b);
-  let %c = greater(%s, 0f32);
-  let %j = add(%k, 1i64);
-  let %r = if (%c) {
-    let %l = @layer(%b, %w);
-    %l
-  } else {
-    %a
-  };
-  let %d = shape_of(%b);
-  (%r, %d, %j)
-}
-)",
+  check_golden(on_gpu, nimble::testing::kPlacementProgram,
                R"(
-def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
-  let %y = matmul(%h, %w);
-  let %t = tanh(%y);
-  %t
-}
-
 entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
   let %x_cuda0 = device_copy(%x, src="cpu", dst="cuda:0");
   let %a = exp(%x_cuda0);
@@ -73,6 +45,12 @@ entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64
   let %d = shape_of(%b);
   let %r_cpu = device_copy(%r, src="cuda:0", dst="cpu");
   (%r_cpu, %d, %j)
+}
+
+def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
+  let %y = matmul(%h, %w);
+  let %t = tanh(%y);
+  %t
 }
 )");
 }

@@ -15,6 +15,7 @@
 #include "models/bert.hpp"
 #include "models/workloads.hpp"
 #include "nimble/nimble.hpp"
+#include "passes/golden.hpp"
 #include "support/same_value.hpp"
 
 using namespace nimble;
@@ -73,37 +74,11 @@ bool all_on_host(const Value& v) {
 
 const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
 
-// The program of place_devices' golden test: kernels, a condition computed
-// by a kernel, scalar work, a call, a shape read, a tuple result.
-constexpr const char* kProgram = R"(
-def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
-  let %y = matmul(%h, %w);
-  let %t = tanh(%y);
-  %t
-}
-
-entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64[]) {
-  let %a = exp(%x);
-  let %b = add(%a, %x);
-  let %s = sum(%b);
-  let %c = greater(%s, 0f32);
-  let %j = add(%k, 1i64);
-  let %r = if (%c) {
-    let %l = @layer(%b, %w);
-    %l
-  } else {
-    %a
-  };
-  let %d = shape_of(%b);
-  (%r, %d, %j)
-}
-)";
-
 }  // namespace
 
 TEST_CASE("devices: a program placed on a second device computes on it and answers on the host", "[vm]") {
   FakeDevice device(Device::cuda(3));
-  ir::Module m = ir::parse(kProgram);
+  ir::Module m = ir::parse(nimble::testing::kPlacementProgram);
   ir::infer_types(m);
   // Unfused, so that each op is one kernel with its own output.
   vm::VirtualMachine machine(compile(m, {.fuse_ops = false, .target = Device::cuda(3)}));
@@ -163,7 +138,7 @@ TEST_CASE("devices: the LSTM and the Tree-LSTM on a second device match the CPU"
 }
 
 TEST_CASE("devices: what cannot run on a second device says so", "[vm]") {
-  ir::Module m = ir::parse(kProgram);
+  ir::Module m = ir::parse(nimble::testing::kPlacementProgram);
   ir::infer_types(m);
   // No allocator for the device.
   CHECK_THROWS_WITH(compile(m, {.target = Device::cuda(5)}),
