@@ -156,3 +156,32 @@ TEST_CASE("devices: what cannot run on a second device says so", "[vm]") {
   CHECK_THROWS_WITH(compile(b.build(), {.target = Device::cuda(3)}),
                     Catch::Contains("not supported") && Catch::Contains("@bert"));
 }
+
+TEST_CASE("devices: a copy from a device the tensor is not on is an error, not a misread", "[vm]") {
+  FakeDevice device(Device::cuda(3));
+  ir::Module m = ir::parse(R"(
+entry def @g(%x: f32[4]) -> f32[4] {
+  let %y = device_copy(%x, src="cuda:3", dst="cpu");
+  %y
+}
+)");
+  ir::infer_types(m);
+  vm::VirtualMachine machine(compile(m));
+  const Tensor x = Tensor::full({4}, 1.0, DType::f32);
+  CHECK_THROWS_WITH(machine.invoke("g", {x}),
+                    Catch::Contains("device_copy: expected a tensor on cuda:3, got one on cpu"));
+  // The VM is usable afterwards, and a copy from where the tensor is works.
+  ir::Module ok = ir::parse(R"(
+entry def @g(%x: f32[4]) -> f32[4] {
+  let %y = device_copy(%x, src="cpu", dst="cuda:3");
+  let %z = device_copy(%y, src="cuda:3", dst="cpu");
+  %z
+}
+)");
+  ir::infer_types(ok);
+  vm::VirtualMachine round_trip(compile(ok));
+  const Value back = round_trip.invoke("g", {x});
+  CHECK(back.tensor().device() == Device::cpu());
+  CHECK(close_value(back, Value(x), kTolerance));
+  CHECK(back.tensor().raw_data() != x.raw_data());
+}
