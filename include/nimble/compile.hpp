@@ -27,11 +27,12 @@ struct CompileReport {
     std::uint32_t shape_functions = 0;  ///< shape-function call sites (CPU)
     std::vector<FusedKernel> fused;     ///< the fused kernels it calls, by first call site
     std::uint32_t static_allocations = 0;   ///< AllocStorage sites of constant size
-    std::uint64_t static_bytes = 0;         ///< their bytes (the arena included)
+    std::uint64_t static_bytes = 0;         ///< their bytes (the arenas included)
     std::uint32_t dynamic_allocations = 0;  ///< AllocStorage sites sized at run time
-    /// The arena memory planning gave the function's static intermediates
-    /// (0: none planned), and the largest sum of those live at one point,
-    /// which no placement can go below.
+    /// The bytes of the arenas memory planning gave the function's static
+    /// intermediates, one per stretch of code between calls (0: none
+    /// planned), and the largest sum of those live at one point, which no
+    /// placement can go below.
     std::uint64_t planned_peak_bytes = 0;
     std::uint64_t planned_lower_bound_bytes = 0;
   };
@@ -54,10 +55,10 @@ struct CompileOptions {
   /// consumers, dense / matmul with their elementwise epilogue; never across
   /// `if`, `match` or calls. Off: one kernel per op.
   bool fuse_ops = true;
-  /// Per function, the intermediate buffers of static size that stay in the
-  /// function share one arena allocated on entry, placed by liveness over
-  /// every control-flow path (one allocation per call instead of one per
-  /// op). Off: every kernel output has its own allocation.
+  /// The intermediate buffers of static size that stay in a function share
+  /// an arena per stretch of straight-line code between calls, placed by
+  /// liveness over every control-flow path (one allocation per stretch
+  /// instead of one per op). Off: every kernel output has its own allocation.
   bool plan_memory = true;
   /// Where kernels run. place_devices gives every value a device and copies
   /// values that cross (scalar control and shapes stay on the CPU). Only

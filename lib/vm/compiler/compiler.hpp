@@ -12,8 +12,8 @@
 //                      kernel's shape function where the shape is not static;
 //                      reshapes become views; scalar integer ops run in the VM
 //   match.cpp          match compiled to tag tests and jumps
-//   memory_plan.cpp    static-size storages that stay in a frame share one
-//                      arena by liveness
+//   memory_plan.cpp    static-size storages that stay in a frame share an
+//                      arena per region between calls, by liveness
 //   kill_registers.cpp a value's register is cleared right after its last use
 //   register_allocation.cpp  virtual registers onto few frame registers
 //                      (liveness, interference, greedy colouring)
@@ -44,10 +44,10 @@ inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
                                                         const ir::VarNode* self);
 
 /// Coalesces the static-size storages of one function's `code` whose tensors
-/// stay in its frame into one arena allocated on entry, by liveness
+/// stay in its frame into arenas, one per region between calls, by liveness
 /// (memory_plan.cpp). Returns the new virtual register count.
 struct MemoryPlanStats {
-  std::uint64_t arena_bytes = 0;        ///< 0: nothing planned
+  std::uint64_t arena_bytes = 0;        ///< of all its arenas; 0: nothing planned
   std::uint64_t lower_bound_bytes = 0;  ///< the most planned bytes in use at one instruction
 };
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
