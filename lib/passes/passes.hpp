@@ -29,6 +29,10 @@ namespace nimble::passes {
 /// results would carry tensors between devices inside an ADT.
 [[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target);
 
+/// A rank-0 integer or bool: a value the VM computes with itself (loop
+/// counters, conditions), which lives on the CPU.
+[[nodiscard]] bool is_vm_scalar(const ir::Type& t);
+
 /// Where place_devices runs an op call (or a call of a primitive function)
 /// for `target`; the bytecode compiler allocates its outputs there.
 [[nodiscard]] Device device_of_op_call(const ir::CallNode& call, Device target);

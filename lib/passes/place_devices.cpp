@@ -53,12 +53,6 @@ namespace {
 
 using ir::Expr;
 
-bool is_vm_scalar(const ir::Type& t) {
-  const auto* tensor = t.as<ir::TensorTypeNode>();
-  return tensor && tensor->rank() == 0 &&
-         (tensor->dtype == DType::i64 || tensor->dtype == DType::i32 || tensor->dtype == DType::boolean);
-}
-
 // Whether a value of type `t` can hold a tensor that is not a VM scalar
 // (one that would live on the target), through tuples and ADT fields.
 bool holds_target_tensors(const ir::Type& t, const ir::Module& module,
@@ -134,12 +128,13 @@ class Placer {
     if (have == want || !type.as<ir::TensorTypeNode>()) return e;
     // A scalar constant travels with the kernel launch, as an immediate.
     if (const auto* c = e.as<ir::ConstantNode>(); c && c->value.rank() == 0 && !want.is_cpu()) return e;
+    const auto* v = e.as<ir::VarNode>();
+    const auto key = std::make_pair(v, device_name(want));
+    if (v)
+      if (const auto it = copies_.find(key); it != copies_.end()) return it->second;
     ir::Attrs attrs{{"src", to_string(have)}, {"dst", to_string(want)}};
     Expr copy = ir::call(ir::op_ref(ops::device_copy()), {e}, std::move(attrs), e->loc);
-    const auto* v = e.as<ir::VarNode>();
     if (!v) return copy;
-    const auto key = std::make_pair(v, device_name(want));
-    if (const auto it = copies_.find(key); it != copies_.end()) return it->second;
     Expr var = ir::var(fmt::format("{}_{}", v->name, device_name(want)), {}, e->loc);
     pending_.emplace_back(var, std::move(copy));
     where_[var.as<ir::VarNode>()] = want;
@@ -329,6 +324,12 @@ class Placer {
 };
 
 }  // namespace
+
+bool is_vm_scalar(const ir::Type& t) {
+  const auto* tensor = t.as<ir::TensorTypeNode>();
+  return tensor && tensor->rank() == 0 &&
+         (tensor->dtype == DType::i64 || tensor->dtype == DType::i32 || tensor->dtype == DType::boolean);
+}
 
 Device device_of_op_call(const ir::CallNode& call, Device target) {
   const ir::OpDef* op = call.callee.as<ir::OpNode>() ? call.callee.as<ir::OpNode>()->def : nullptr;

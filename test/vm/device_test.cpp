@@ -74,6 +74,15 @@ bool all_on_host(const Value& v) {
 
 const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
 
+// `entry` of `m` compiled for cuda:3 answers on the host what the CPU does.
+void check_matches_cpu(const ir::Module& m, const std::string& entry, const std::vector<Value>& args) {
+  vm::VirtualMachine on_device(compile(m, {.target = Device::cuda(3)}));
+  vm::VirtualMachine on_cpu(compile(m));
+  const Value out = on_device.invoke(entry, args);
+  CHECK(all_on_host(out));
+  CHECK(close_value(out, on_cpu.invoke(entry, args), kTolerance));
+}
+
 }  // namespace
 
 TEST_CASE("devices: a program placed on a second device computes on it and answers on the host", "[vm]") {
@@ -109,11 +118,7 @@ TEST_CASE("devices: the LSTM and the Tree-LSTM on a second device match the CPU"
     const ir::Module m = b.build();
     std::vector<Value> args{workloads::w1_input(3)};
     for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
-    vm::VirtualMachine on_device(compile(m, {.target = Device::cuda(3)}));
-    vm::VirtualMachine on_cpu(compile(m));
-    const Value out = on_device.invoke("lstm", args);
-    CHECK(all_on_host(out));
-    CHECK(close_value(out, on_cpu.invoke("lstm", args), kTolerance));
+    check_matches_cpu(m, "lstm", args);
   }
   {
     Builder b;
@@ -127,11 +132,7 @@ TEST_CASE("devices: the LSTM and the Tree-LSTM on a second device match the CPU"
     };
     std::vector<Value> args{tree_value(*shape), workloads::w2_leaves(8)};
     for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
-    vm::VirtualMachine on_device(compile(m, {.target = Device::cuda(3)}));
-    vm::VirtualMachine on_cpu(compile(m));
-    const Value out = on_device.invoke("tree_lstm", args);
-    CHECK(all_on_host(out));
-    CHECK(close_value(out, on_cpu.invoke("tree_lstm", args), kTolerance));
+    check_matches_cpu(m, "tree_lstm", args);
   }
   CHECK(device.stats().allocations > 0);
   CHECK(device.stats().live_bytes == 0);

@@ -34,13 +34,10 @@ std::optional<ScalarOp> scalar_op_for(const ir::OpDef& op) {
   return std::nullopt;
 }
 
-// An integer or bool scalar the VM computes with directly.
+// An integer or bool scalar the VM computes with directly: its dtype.
 std::optional<DType> vm_scalar(const ir::Type& t) {
-  const auto* tensor = t.as<ir::TensorTypeNode>();
-  if (!tensor || tensor->rank() != 0) return std::nullopt;
-  if (tensor->dtype == DType::i64 || tensor->dtype == DType::i32 || tensor->dtype == DType::boolean)
-    return tensor->dtype;
-  return std::nullopt;
+  if (!passes::is_vm_scalar(t)) return std::nullopt;
+  return t.as<ir::TensorTypeNode>()->dtype;
 }
 
 std::vector<const ir::TensorTypeNode*> output_types(const ir::CallNode& call, std::string_view what) {
