@@ -77,6 +77,13 @@ void print_stmt(const KernelIR& k, const Stmt& s, int depth, std::string& out) {
 
 }  // namespace
 
+void specialize(KernelIR& kernel, const Bucket& bucket) {
+  if (bucket.dims.size() != kernel.bindings.size())
+    throw_error(ErrorKind::invalid_argument, "{}: a bucket of {} dims for a kernel of {} dynamic dims",
+                kernel.name, bucket.dims.size(), kernel.bindings.size());
+  for (std::size_t i = 0; i < bucket.dims.size(); ++i) kernel.bindings[i].bucket = bucket.dims[i];
+}
+
 std::string to_string(const KernelIR& kernel) {
   std::string out = fmt::format("kernel {}(", kernel.name);
   for (std::size_t b = 0; b < kernel.buffers.size(); ++b) {
@@ -88,8 +95,11 @@ std::string to_string(const KernelIR& kernel) {
   const auto name_of = [&](int b) -> const std::string& {
     return kernel.buffers[static_cast<std::size_t>(b)].tensor.name();
   };
-  for (const auto& b : kernel.bindings)
-    out += fmt::format("  bind {} = {}.dim{}\n", te::to_string(b.var), name_of(b.buffer), b.dim);
+  for (const auto& b : kernel.bindings) {
+    out += fmt::format("  bind {} = {}.dim{}", te::to_string(b.var), name_of(b.buffer), b.dim);
+    if (b.bucket != DimBucket{}) out += " in bucket " + Bucket{{b.bucket}}.to_string();
+    out += "\n";
+  }
   for (const auto& c : kernel.input_dims)
     out += fmt::format("  check {}.dim{} == {}\n", name_of(c.buffer), c.dim, te::to_string(c.expected));
   for (const auto& c : kernel.output_dims)

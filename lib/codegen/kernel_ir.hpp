@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "nimble/error.hpp"
+#include "nimble/runtime/bucket.hpp"
 #include "ops/compute.hpp"
 
 namespace nimble::codegen {
@@ -99,6 +100,11 @@ struct KernelIR {
     te::Expr var;  ///< a te::VarNode
     int buffer = -1;
     int dim = -1;
+    /// What a kernel specialized for a bucket assumes of the Var (the
+    /// prologue checks it first): an exact value becomes a constant, a
+    /// multiple and a range become assumptions the optimizer may use.
+    /// Default: nothing (the generic kernel).
+    DimBucket bucket;
   };
   std::vector<Binding> bindings;
   /// Input dims that are not the binding occurrence of a Var (a constant, or
@@ -124,6 +130,11 @@ struct KernelIR {
 /// cannot lower (an output that is an input, a check that reads a temporary).
 [[nodiscard]] KernelIR lower_to_kernel_ir(std::string name, std::span<const te::Tensor> inputs,
                                           std::span<const te::Tensor> outputs);
+
+/// Specializes `kernel` for `bucket`, whose dims are its bindings' Vars in
+/// order (a generic kernel's dynamic dims). Throws Error(invalid_argument)
+/// if the bucket has another number of dims.
+void specialize(KernelIR& kernel, const Bucket& bucket);
 
 /// The kernel as text, for tests and debugging:
 ///   kernel add_0(in a: f32[n], in b: f32[n], out out: f32[n])

@@ -2,14 +2,23 @@
 // concurrent map from primitive hash to kernel; a miss builds the kernel
 // while holding that entry's lock, so concurrent VMs that miss on the same
 // primitive build it once, and misses on different primitives run in parallel.
+// A kernel with dynamic dims is cached as a tiered kernel, which keeps its
+// specialized kernels per bucket (runtime/tiered_kernel.hpp): the cache's
+// key is (primitive hash, bucket), the hash covering the primitive's source
+// and so its dtypes; the disk cache's key adds the target and nimble's
+// version (codegen/kernel_store.hpp).
 #include <tbb/concurrent_hash_map.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
 #include "nimble/runtime/kernel.hpp"
+#include "runtime/background_compiler.hpp"
+#include "runtime/stats_counters.hpp"
+#include "runtime/tiered_kernel.hpp"
 #include "support/check.hpp"
 
 namespace nimble {
@@ -25,6 +34,20 @@ void Kernel::run(std::span<const Tensor> inputs, std::span<const Tensor> outputs
   for (const Tensor& t : outputs) refs.push_back(&t);
   const TensorRefs all(refs);
   run(all.first(inputs.size()), all.subspan(inputs.size()));
+}
+
+Ref<Kernel> KernelProvider::specialize(const PrimitiveInfo&, const Bucket&) { return {}; }
+
+std::string KernelCacheOptions::default_disk_cache_dir() {
+  if (const char* dir = std::getenv("NIMBLE_CACHE_DIR")) {
+    const std::string_view d(dir);
+    return d == "off" ? std::string() : std::string(d);
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/')
+    return std::string(xdg) + "/nimble";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
+    return std::string(home) + "/.cache/nimble";
+  return {};
 }
 
 std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept {
@@ -45,6 +68,7 @@ struct KernelCache::Impl {
   };
   mutable std::mutex providers_mutex;
   std::vector<Provider> providers;  // sorted by decreasing priority, stable
+  KernelCacheOptions options;       // guarded by providers_mutex
   tbb::concurrent_hash_map<std::uint64_t, Ref<Kernel>> kernels;
   std::atomic<std::uint64_t> hits{0};
   std::atomic<std::uint64_t> misses{0};
@@ -53,10 +77,14 @@ struct KernelCache::Impl {
     std::lock_guard lock(providers_mutex);
     return providers;
   }
+  KernelCacheOptions current_options() const {
+    std::lock_guard lock(providers_mutex);
+    return options;
+  }
 };
 
 KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
-KernelCache::~KernelCache() = default;
+KernelCache::~KernelCache() { BackgroundCompiler::process().wait(); }
 
 KernelCache& KernelCache::global() {
   // Destroyed at exit, which only drops the cache's references: a VM that
@@ -88,15 +116,18 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provide
     decltype(impl_->kernels)::const_accessor found;
     if (impl_->kernels.find(found, key)) {
       impl_->hits.fetch_add(1, std::memory_order_relaxed);
+      stats::count_memory_lookup(true);
       return found->second;
     }
   }
   decltype(impl_->kernels)::accessor entry;
   if (!impl_->kernels.insert(entry, key)) {  // another thread built it meanwhile
     impl_->hits.fetch_add(1, std::memory_order_relaxed);
+    stats::count_memory_lookup(true);
     return entry->second;
   }
   impl_->misses.fetch_add(1, std::memory_order_relaxed);
+  stats::count_memory_lookup(false);
   bool provider_found = provider.empty();
   try {
     for (const Impl::Provider& p : impl_->snapshot()) {
@@ -105,8 +136,8 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provide
         provider_found = true;
       }
       if (Ref<Kernel> kernel = p.provider->get(prim)) {
-        entry->second = kernel;
-        return kernel;
+        entry->second = make_tiered_kernel(prim, std::move(kernel), p.provider, impl_->current_options());
+        return entry->second;
       }
     }
   } catch (...) {
@@ -128,10 +159,26 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provide
               prim.name, prim.hash);
 }
 
-void KernelCache::clear() { impl_->kernels.clear(); }
+void KernelCache::clear() {
+  BackgroundCompiler::process().wait();
+  impl_->kernels.clear();
+}
+
+void KernelCache::configure(KernelCacheOptions options) {
+  options.buckets.validate();
+  {
+    std::lock_guard lock(impl_->providers_mutex);
+    impl_->options = std::move(options);
+  }
+  clear();
+}
+
+KernelCacheOptions KernelCache::options() const { return impl_->current_options(); }
+
+void KernelCache::wait_for_background() { BackgroundCompiler::process().wait(); }
 
 KernelCache::Stats KernelCache::stats() const {
-  return {impl_->hits.load(), impl_->misses.load(), impl_->kernels.size()};
+  return {impl_->hits.load(), impl_->misses.load(), impl_->kernels.size(), BackgroundCompiler::process().pending()};
 }
 
 }  // namespace nimble

@@ -1,5 +1,6 @@
 #include "nimble/runtime/stats.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -9,13 +10,26 @@
 namespace nimble {
 namespace {
 
+using Counter = std::atomic<std::uint64_t>;
+
 struct Counters {
-  std::atomic<std::uint64_t> kernels_compiled{0};
-  std::atomic<std::uint64_t> compile_ns{0};
-  std::atomic<std::uint64_t> kernel_launches{0};
+  Counter kernels_compiled{0};
+  Counter specialized_compiled{0};
+  Counter compile_ns{0};
+  Counter kernel_launches{0};
+  Counter call_site_hits{0};
+  Counter memory_hits{0};
+  Counter memory_misses{0};
+  Counter disk_hits{0};
+  Counter disk_misses{0};
+  Counter disk_rejected{0};
+  Counter disk_load_ns{0};
+  std::atomic<std::int64_t> specializations_pending{0};  // a gauge: not reset
+  Counter specializations_failed{0};
+  Counter buckets_over_limit{0};
   // The allocator counts system allocations since it was created; a reset
   // remembers where it stood.
-  std::atomic<std::uint64_t> system_allocations_base{0};
+  Counter system_allocations_base{0};
   std::mutex log_mutex;  // compilations are rare (milliseconds each): a lock is fine
   std::vector<KernelCompileRecord> compile_log;
 };
@@ -25,14 +39,19 @@ Counters& counters() noexcept {
   return c;
 }
 
+void add(Counter& c, std::uint64_t n = 1) noexcept { c.fetch_add(n, std::memory_order_relaxed); }
+std::uint64_t read(const Counter& c) noexcept { return c.load(std::memory_order_relaxed); }
+
 }  // namespace
 
-void stats::count_kernel_compiled(std::string_view name, std::uint64_t nanoseconds) {
+void stats::count_kernel_compiled(std::string_view name, std::string_view bucket,
+                                  std::uint64_t nanoseconds) {
   Counters& c = counters();
-  c.kernels_compiled.fetch_add(1, std::memory_order_relaxed);
-  c.compile_ns.fetch_add(nanoseconds, std::memory_order_relaxed);
+  add(c.kernels_compiled);
+  if (!bucket.empty()) add(c.specialized_compiled);
+  add(c.compile_ns, nanoseconds);
   std::lock_guard lock(c.log_mutex);
-  c.compile_log.push_back({std::string(name), static_cast<double>(nanoseconds) * 1e-6});
+  c.compile_log.push_back({std::string(name), std::string(bucket), static_cast<double>(nanoseconds) * 1e-6});
 }
 
 std::vector<KernelCompileRecord> kernel_compile_log() {
@@ -41,28 +60,59 @@ std::vector<KernelCompileRecord> kernel_compile_log() {
   return c.compile_log;
 }
 
-void stats::count_kernel_launches(std::uint64_t n) noexcept {
-  counters().kernel_launches.fetch_add(n, std::memory_order_relaxed);
+void stats::count_kernel_launches(std::uint64_t n, std::uint64_t site_hits) noexcept {
+  add(counters().kernel_launches, n);
+  add(counters().call_site_hits, site_hits);
 }
+
+void stats::count_memory_lookup(bool hit) noexcept {
+  add(hit ? counters().memory_hits : counters().memory_misses);
+}
+
+void stats::count_disk_hit(std::uint64_t nanoseconds) noexcept {
+  add(counters().disk_hits);
+  add(counters().disk_load_ns, nanoseconds);
+}
+void stats::count_disk_miss() noexcept { add(counters().disk_misses); }
+void stats::count_disk_rejected() noexcept { add(counters().disk_rejected); }
+
+void stats::count_specialization_pending(int delta) noexcept {
+  counters().specializations_pending.fetch_add(delta, std::memory_order_relaxed);
+}
+void stats::count_specialization_failed() noexcept { add(counters().specializations_failed); }
+void stats::count_bucket_over_limit() noexcept { add(counters().buckets_over_limit); }
 
 EngineStats engine_stats() noexcept {
   const Counters& c = counters();
   const AllocatorStats alloc = cpu_allocator().stats();
   EngineStats s;
-  s.kernels_compiled = c.kernels_compiled.load(std::memory_order_relaxed);
-  s.compile_ms = static_cast<double>(c.compile_ns.load(std::memory_order_relaxed)) * 1e-6;
-  s.kernel_launches = c.kernel_launches.load(std::memory_order_relaxed);
-  s.system_allocations =
-      alloc.system_allocations - c.system_allocations_base.load(std::memory_order_relaxed);
+  s.kernels_compiled = read(c.kernels_compiled);
+  s.specialized_compiled = read(c.specialized_compiled);
+  s.compile_ms = static_cast<double>(read(c.compile_ns)) * 1e-6;
+  s.kernel_launches = read(c.kernel_launches);
+  s.call_site_hits = read(c.call_site_hits);
+  s.memory_hits = read(c.memory_hits);
+  s.memory_misses = read(c.memory_misses);
+  s.disk_hits = read(c.disk_hits);
+  s.disk_misses = read(c.disk_misses);
+  s.disk_rejected = read(c.disk_rejected);
+  s.disk_load_ms = static_cast<double>(read(c.disk_load_ns)) * 1e-6;
+  s.specializations_pending =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.specializations_pending.load()));
+  s.specializations_failed = read(c.specializations_failed);
+  s.buckets_over_limit = read(c.buckets_over_limit);
+  s.system_allocations = alloc.system_allocations - read(c.system_allocations_base);
   s.peak_bytes = alloc.peak_live_bytes;
   return s;
 }
 
 void reset_engine_stats() noexcept {
   Counters& c = counters();
-  c.kernels_compiled.store(0, std::memory_order_relaxed);
-  c.compile_ns.store(0, std::memory_order_relaxed);
-  c.kernel_launches.store(0, std::memory_order_relaxed);
+  for (Counter* counter :
+       {&c.kernels_compiled, &c.specialized_compiled, &c.compile_ns, &c.kernel_launches,
+        &c.call_site_hits, &c.memory_hits, &c.memory_misses, &c.disk_hits, &c.disk_misses,
+        &c.disk_rejected, &c.disk_load_ns, &c.specializations_failed, &c.buckets_over_limit})
+    counter->store(0, std::memory_order_relaxed);
   {
     std::lock_guard lock(c.log_mutex);
     c.compile_log.clear();

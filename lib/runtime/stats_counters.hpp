@@ -8,11 +8,24 @@
 
 namespace nimble::stats {
 
-/// Kernel `name` compiled, which took `nanoseconds` of wall-clock time
-/// (also appended to kernel_compile_log()).
-void count_kernel_compiled(std::string_view name, std::uint64_t nanoseconds);
+/// Kernel `name` compiled for `bucket` ("" generic), which took
+/// `nanoseconds` of wall-clock time (also appended to kernel_compile_log()).
+void count_kernel_compiled(std::string_view name, std::string_view bucket, std::uint64_t nanoseconds);
 
-/// `n` kernel launches.
-void count_kernel_launches(std::uint64_t n = 1) noexcept;
+/// `n` kernel launches, `site_hits` of them with the call site's kernel at hand.
+void count_kernel_launches(std::uint64_t n, std::uint64_t site_hits) noexcept;
+
+/// A KernelCache lookup that found (hit) or built the kernel.
+void count_memory_lookup(bool hit) noexcept;
+
+/// The disk cache: a kernel loaded in `nanoseconds`, not found, or an entry rejected.
+void count_disk_hit(std::uint64_t nanoseconds) noexcept;
+void count_disk_miss() noexcept;
+void count_disk_rejected() noexcept;
+
+/// Background specializations: one more (+1) or one fewer (-1) pending.
+void count_specialization_pending(int delta) noexcept;
+void count_specialization_failed() noexcept;
+void count_bucket_over_limit() noexcept;
 
 }  // namespace nimble::stats

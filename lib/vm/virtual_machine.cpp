@@ -409,6 +409,7 @@ struct VirtualMachine::Impl {
   std::vector<std::uint64_t> primitive_ns;
   std::uint64_t total_ns = 0;
   std::uint64_t launches = 0;  // kernel calls of this invoke, added to EngineStats once at its end
+  std::uint64_t site_hits = 0;  // of those, with the call site's kernel at hand
 
   // Makes room for registers [0, n); returns the (possibly moved) register file.
   Reg* reserve_registers(std::size_t n) {
@@ -824,6 +825,8 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
   Ref<Kernel>& kernel = site_kernels[pc];
   if (!kernel) [[unlikely]]
     kernel = KernelCache::global().get(prim, kernel_provider);
+  else
+    ++site_hits;
   ++launches;
   const std::uint32_t* list = d->arg_pool.data() + in.b;
   const std::uint32_t num_inputs = in.c - in.d;
@@ -899,7 +902,7 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
     result = impl_->profiling || impl_->tracing_memory ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
                               : impl_->run<false>(static_cast<std::uint32_t>(index), args);
   } catch (...) {
-    stats::count_kernel_launches(std::exchange(impl_->launches, 0));
+    stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
     // Leave the VM ready for the next call: drop every frame and register.
     impl_->frames.clear();
     impl_->call_args.clear();
@@ -907,7 +910,7 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
     for (Reg& reg : impl_->regs) reg.clear();
     throw;
   }
-  stats::count_kernel_launches(std::exchange(impl_->launches, 0));
+  stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
   if (impl_->profiling)
     impl_->total_ns += static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)

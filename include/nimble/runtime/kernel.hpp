@@ -12,11 +12,19 @@
 #include <string>
 #include <string_view>
 
+#include "nimble/runtime/bucket.hpp"
 #include "nimble/runtime/tensor.hpp"
 #include "nimble/runtime/value.hpp"
 #include "nimble/support/ref_counted.hpp"
 
 namespace nimble {
+
+/// A dynamic dim of a kernel's arguments: dim `dim` of argument `argument`
+/// (the inputs, then the outputs).
+struct DynamicDim {
+  std::uint32_t argument = 0;
+  std::uint32_t dim = 0;
+};
 
 /// A primitive function compiled for one device. Destination-passing: the VM
 /// allocates every output before the call (from the shape function where the
@@ -37,6 +45,10 @@ class Kernel : public RefCounted {
   virtual void run_values(std::span<const Value> inputs, TensorRefs outputs) const;
   /// run() for tensors held in arrays.
   void run(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const;
+  /// The dims a kernel specialized for a Bucket would depend on, in the
+  /// bucket's order (a generic kernel's shape symbols, each at the input dim
+  /// that gives its value). Empty (the default): nothing to specialize.
+  [[nodiscard]] virtual std::span<const DynamicDim> dynamic_dims() const noexcept { return {}; }
 };
 
 /// What a primitive computes: its result, or the shapes of its result.
@@ -68,6 +80,29 @@ class KernelProvider {
   /// A kernel for `prim`, or null if this provider does not serve it. Throws
   /// nimble::Error if it should but cannot (a failed compilation).
   [[nodiscard]] virtual Ref<Kernel> get(const PrimitiveInfo& prim) = 0;
+  /// A kernel for `prim` specialized for `bucket` (facts about the
+  /// dynamic_dims() of the kernel get(prim) gave), or null if this provider
+  /// does not specialize (the default). May be called on a background
+  /// thread, concurrently with anything else. Throws nimble::Error if it
+  /// should but cannot.
+  [[nodiscard]] virtual Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket);
+};
+
+/// How the process's KernelCache specializes and keeps kernels.
+struct KernelCacheOptions {
+  BucketPolicy buckets;
+  /// Tiered (true, the default): a call in a new bucket runs the generic
+  /// kernel at once while the specialized one compiles in the background (a
+  /// oneTBB task arena), used from the first call after it is ready.
+  /// Synchronous (false): the call compiles it first (tests, benches).
+  bool background = true;
+  /// The directory where compiled kernels persist between processes (made
+  /// on first use), keyed by content hash and checksummed; empty: none.
+  std::string disk_cache_dir = default_disk_cache_dir();
+
+  /// $NIMBLE_CACHE_DIR if set ("" or "off": no disk cache), else
+  /// $XDG_CACHE_HOME/nimble, else $HOME/.cache/nimble, else none.
+  [[nodiscard]] static std::string default_disk_cache_dir();
 };
 
 /// The process-wide cache of kernels, keyed by primitive hash. Thread-safe;
@@ -87,13 +122,22 @@ class KernelCache {
   /// "reference"), cached apart from get(prim)'s; empty means get(prim).
   /// Throws Error(not_supported) if that provider is missing or declines.
   [[nodiscard]] Ref<Kernel> get(const PrimitiveInfo& prim, std::string_view provider);
-  /// Forgets every cached kernel (providers stay).
+  /// Forgets every cached kernel (providers stay; VMs keep the kernels they
+  /// use). Waits for background compilations first.
   void clear();
 
+  /// Replaces the options (after validating them: Error(invalid_argument))
+  /// and forgets every cached kernel, which were bucketed by the old policy.
+  void configure(KernelCacheOptions options);
+  [[nodiscard]] KernelCacheOptions options() const;
+  /// Blocks until no specialized kernel is compiling in the background.
+  void wait_for_background();
+
   struct Stats {
-    std::uint64_t hits = 0;
-    std::uint64_t misses = 0;
-    std::uint64_t entries = 0;
+    std::uint64_t hits = 0;     ///< get() found the primitive's kernel
+    std::uint64_t misses = 0;   ///< get() asked a provider
+    std::uint64_t entries = 0;  ///< primitives cached
+    std::uint64_t pending = 0;  ///< specialized kernels compiling in the background now
   };
   [[nodiscard]] Stats stats() const;
 

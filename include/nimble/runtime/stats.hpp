@@ -14,9 +14,24 @@ namespace nimble {
 /// summed over all threads. Counters of parts that do not exist yet (the VM,
 /// the JIT) stay 0 until those parts count.
 struct EngineStats {
-  std::uint64_t kernels_compiled = 0;    ///< kernels JIT-compiled (one per specialization)
+  std::uint64_t kernels_compiled = 0;    ///< kernels JIT-compiled: generic and specialized
+  std::uint64_t specialized_compiled = 0;  ///< of those, specialized for a bucket
   double compile_ms = 0;                 ///< wall-clock milliseconds spent compiling them
   std::uint64_t kernel_launches = 0;     ///< kernel calls made by the VM
+  /// Kernel calls whose call site already held its primitive's kernel (no
+  /// lookup beyond the site's bucket table).
+  std::uint64_t call_site_hits = 0;
+  std::uint64_t memory_hits = 0;    ///< KernelCache lookups that found the kernel
+  std::uint64_t memory_misses = 0;  ///< ... that asked a provider
+  std::uint64_t disk_hits = 0;      ///< kernels loaded from the disk cache instead of compiled
+  std::uint64_t disk_misses = 0;    ///< kernels not in it (then compiled and stored)
+  std::uint64_t disk_rejected = 0;  ///< entries found corrupt, truncated or foreign (rebuilt)
+  double disk_load_ms = 0;          ///< wall-clock milliseconds loading kernels from disk
+  std::uint64_t specializations_pending = 0;  ///< compiling in the background now
+  std::uint64_t specializations_failed = 0;   ///< the generic kernel serves their bucket
+  /// Calls in a new bucket of a primitive that had its limit of specialized
+  /// kernels (BucketPolicy::max_specialized_per_function): the generic served.
+  std::uint64_t buckets_over_limit = 0;
   std::uint64_t system_allocations = 0;  ///< CPU allocator requests served by the system
   std::size_t peak_bytes = 0;            ///< CPU allocator's peak live bytes
 };
@@ -28,6 +43,7 @@ struct EngineStats {
 /// One kernel compilation, as the JIT records it.
 struct KernelCompileRecord {
   std::string name;   ///< the primitive's name, e.g. "dense_7"
+  std::string bucket; ///< the bucket it is specialized for (Bucket::to_string), "" if generic
   double ms = 0;      ///< wall-clock milliseconds from primitive source to callable code
 };
 

@@ -12,10 +12,14 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "codegen/kernel_store.hpp"
+#include "nimble/version.hpp"
 #include "nimble/runtime/storage.hpp"
 #include "nimble/runtime/threading.hpp"
 #include "runtime/stats_counters.hpp"
@@ -55,8 +59,8 @@ class SmallArray {
 
 class CpuKernel final : public Kernel {
  public:
-  CpuKernel(KernelIR ir, EmittedKernel emitted, std::unique_ptr<JitCode> code)
-      : ir_(std::move(ir)), errors_(std::move(emitted.errors)), code_(std::move(code)) {
+  CpuKernel(KernelIR ir, std::vector<ErrorSite> errors, std::unique_ptr<JitCode> code)
+      : ir_(std::move(ir)), errors_(std::move(errors)), code_(std::move(code)) {
     const std::vector<void*>& at = code_->addresses();
     prologue_ = reinterpret_cast<PrologueFn>(at[0]);
     for (std::size_t s = 1; s < at.size(); ++s) stages_.push_back(reinterpret_cast<StageFn>(at[s]));
@@ -64,7 +68,11 @@ class CpuKernel final : public Kernel {
       if (b.role == Buffer::Role::temp) ++num_temps_;
       signatures_.push_back({b.tensor.dtype(), b.tensor.ndim()});
     }
+    for (const KernelIR::Binding& b : ir_.bindings)
+      dynamic_dims_.push_back({static_cast<std::uint32_t>(b.buffer), static_cast<std::uint32_t>(b.dim)});
   }
+
+  std::span<const DynamicDim> dynamic_dims() const noexcept override { return dynamic_dims_; }
 
   using Kernel::run;
 
@@ -247,7 +255,80 @@ class CpuKernel final : public Kernel {
     std::size_t rank;
   };
   std::vector<Signature> signatures_;
+  std::vector<DynamicDim> dynamic_dims_;
 };
+
+// The symbols of a kernel emitted with `prefix` (kernel_emitter.hpp).
+std::vector<std::string> symbols_of(const std::string& prefix, std::size_t num_stages) {
+  std::vector<std::string> symbols{prefix + "_prologue"};
+  for (std::size_t s = 0; s < num_stages; ++s) symbols.push_back(fmt::format("{}_stage{}", prefix, s));
+  return symbols;
+}
+
+// A stored kernel's payload: its error table, then its object file.
+std::string payload_of(const std::vector<ErrorSite>& errors, std::size_t num_stages, std::string_view object) {
+  PayloadWriter w;
+  w.u32(static_cast<std::uint32_t>(num_stages));
+  w.u32(static_cast<std::uint32_t>(errors.size()));
+  for (const ErrorSite& e : errors) {
+    w.u32(static_cast<std::uint32_t>(e.form));
+    w.u32(static_cast<std::uint32_t>(e.kind));
+    w.i32(e.buffer);
+    w.i32(e.dim);
+    w.str(e.text);
+    w.str(e.stage);
+  }
+  w.bytes(object);
+  return std::move(w).take();
+}
+
+// The kernel a payload holds for `ir`, or null if the payload does not fit
+// it (the store's checksum held, so this is a bug or a foreign writer).
+Ref<Kernel> load_payload(KernelIR& ir, std::string_view payload, const std::string& prefix) {
+  PayloadReader r(payload);
+  const std::uint32_t num_stages = r.u32();
+  const std::uint32_t num_errors = r.u32();
+  if (r.failed() || num_stages != ir.stages.size() || num_errors > payload.size()) return {};
+  std::vector<ErrorSite> errors(num_errors);
+  for (ErrorSite& e : errors) {
+    const std::uint32_t form = r.u32();
+    const std::uint32_t kind = r.u32();
+    if (form > static_cast<std::uint32_t>(ErrorSite::Form::index) ||
+        kind > static_cast<std::uint32_t>(ErrorKind::runtime_error))
+      return {};
+    e.form = static_cast<ErrorSite::Form>(form);
+    e.kind = static_cast<ErrorKind>(kind);
+    e.buffer = r.i32();
+    e.dim = r.i32();
+    e.text = r.str();
+    e.stage = r.str();
+  }
+  const std::string_view object = r.rest();
+  if (r.failed() || object.empty()) return {};
+  std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, num_stages));
+  return make_ref<CpuKernel>(std::move(ir), std::move(errors), std::move(code));
+}
+
+std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
+// Compiles `ir` with symbols named from `prefix`; stores it under `key` when
+// `store` is set.
+Ref<Kernel> compile(KernelIR ir, const std::string& prefix, std::string_view bucket,
+                    std::chrono::steady_clock::time_point start, const KernelStore* store,
+                    std::uint64_t key, std::string_view identity) {
+  auto context = std::make_unique<llvm::LLVMContext>();
+  EmittedKernel emitted = emit_cpu_kernel(ir, *context, prefix);
+  const std::string object = compile_to_object(std::move(context), std::move(emitted.module));
+  std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, ir.stages.size()));
+  if (store != nullptr) (void)store->save(key, identity, payload_of(emitted.errors, ir.stages.size(), object));
+  std::string name = ir.name;
+  Ref<Kernel> kernel = make_ref<CpuKernel>(std::move(ir), std::move(emitted.errors), std::move(code));
+  stats::count_kernel_compiled(name, bucket, nanoseconds_since(start));
+  return kernel;
+}
 
 }  // namespace
 
@@ -257,20 +338,38 @@ std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> i
 }
 
 Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tensor> inputs,
-                               std::span<const te::Tensor> outputs) {
+                               std::span<const te::Tensor> outputs, const Bucket& bucket) {
   const auto start = std::chrono::steady_clock::now();
   KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
-  auto context = std::make_unique<llvm::LLVMContext>();
-  EmittedKernel emitted = emit_cpu_kernel(ir, *context, unique_symbol_prefix());
-  std::vector<std::string> symbols{emitted.prologue};
-  symbols.insert(symbols.end(), emitted.stages.begin(), emitted.stages.end());
-  std::unique_ptr<JitCode> code = jit_compile(std::move(context), std::move(emitted.module), symbols);
-  Ref<Kernel> kernel = make_ref<CpuKernel>(std::move(ir), std::move(emitted), std::move(code));
-  stats::count_kernel_compiled(
-      name, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - start)
-                                           .count()));
-  return kernel;
+  if (!bucket.dims.empty()) specialize(ir, bucket);
+  return compile(std::move(ir), unique_symbol_prefix(), bucket.dims.empty() ? "" : bucket.to_string(), start,
+                 nullptr, 0, {});
+}
+
+Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
+                       const KernelStore* store) {
+  const auto start = std::chrono::steady_clock::now();
+  KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
+  const std::string bucket_text = bucket.dims.empty() ? std::string() : bucket.to_string();
+  if (!bucket.dims.empty()) specialize(ir, bucket);
+  // Everything the object depends on: a stored kernel is used only by the
+  // same nimble, for the same target, primitive and bucket.
+  const std::string identity =
+      fmt::format("nimble {}\ncpu kernel {}\nbucket {}\n{} {}\n", kVersion, jit_target_id(), bucket_text,
+                  prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
+  const std::uint64_t key = kernel_key(identity);
+  const std::string prefix = fmt::format("nimble_{:016x}", key);
+  if (store != nullptr) {
+    if (std::optional<std::string> payload = store->load(key, identity)) {
+      KernelIR copy = ir;
+      if (Ref<Kernel> kernel = load_payload(copy, *payload, prefix)) {
+        stats::count_disk_hit(nanoseconds_since(start));
+        return kernel;
+      }
+      stats::count_disk_rejected();
+    }
+  }
+  return compile(std::move(ir), prefix, bucket_text, start, store, key, identity);
 }
 
 }  // namespace nimble::codegen

@@ -5,9 +5,12 @@
 #include <string>
 
 #include "nimble/runtime/kernel.hpp"
+#include "codegen/primitive_rule.hpp"
 #include "ops/compute.hpp"
 
 namespace nimble::codegen {
+
+class KernelStore;
 
 /// Compiles the rule whose placeholders are `inputs` and whose results are
 /// `outputs` to a Kernel that takes one tensor per input and writes one per
@@ -17,9 +20,18 @@ namespace nimble::codegen {
 /// Counts the compilation in the engine stats under `name`. Throws
 /// Error(not_supported) for a rule it cannot lower, Error(runtime_error)
 /// when LLVM fails.
+/// With `bucket`, a kernel specialized for it (see specialize(KernelIR&)).
 [[nodiscard]] Ref<Kernel> compile_cpu_kernel(const std::string& name,
                                              std::span<const te::Tensor> inputs,
-                                             std::span<const te::Tensor> outputs);
+                                             std::span<const te::Tensor> outputs,
+                                             const Bucket& bucket = {});
+
+/// The kernel of primitive `prim`, whose rule is `rule`, specialized for
+/// `bucket` (no dims: the generic kernel): loaded from `store` (the disk
+/// cache; null: none) when it holds it — counted as a disk hit, not a
+/// compilation — else compiled and stored there.
+[[nodiscard]] Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
+                                     const Bucket& bucket, const KernelStore* store);
 
 /// The kernel IR of that rule as text (for tests and debugging).
 [[nodiscard]] std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> inputs,

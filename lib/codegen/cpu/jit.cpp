@@ -5,7 +5,6 @@
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -15,6 +14,8 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -62,19 +63,12 @@ class HostJit {
     cpu_ = target_machine->getTargetCPU().str();
     features_ = target_machine->getTargetFeatureString().str();
     machine_builder_ = builder;
-    jit_ = take(llvm::orc::LLJITBuilder()
-                    .setJITTargetMachineBuilder(std::move(builder))
-                    .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder)
-                                                   -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                      return std::make_unique<ThreadCompiler>(*this);
-                    })
-                    .create(),
+    target_id_ = fmt::format("{} {} {}", target_machine->getTargetTriple().str(), cpu_, features_);
+    jit_ = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create(),
                 "creating the JIT");
   }
 
-  std::unique_ptr<JitCode> compile(std::unique_ptr<llvm::LLVMContext> context,
-                                   std::unique_ptr<llvm::Module> module,
-                                   std::span<const std::string> symbols) {
+  std::string compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
     const std::string name = module->getModuleIdentifier();
     module->setDataLayout(jit_->getDataLayout());
     module->setTargetTriple(jit_->getTargetTriple().str());
@@ -89,32 +83,49 @@ class HostJit {
     dump(*module, name + ".in");
     optimize(*module);
     dump(*module, name);
+    auto object = take(llvm::orc::SimpleCompiler(thread_machine())(*module), "compiling " + name);
+    std::string bytes(object->getBufferStart(), object->getBufferSize());
+    module.reset();
+    context.reset();
+    return bytes;
+  }
 
-    auto code = std::make_unique<Code>();
-    code->tracker = jit_->getMainJITDylib().createResourceTracker();
-    llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
-    if (llvm::Error e = jit_->addIRModule(code->tracker, std::move(tsm)))
+  std::unique_ptr<JitCode> link(std::string_view name, std::string_view object,
+                                std::span<const std::string> symbols) {
+    // Each kernel in a JITDylib of its own: an object from the disk cache
+    // names its symbols as the process that compiled it did, and the same
+    // kernel may be loaded again after the cache forgot it.
+    auto code = std::make_unique<Code>(*jit_);
+    auto dylib = jit_->createJITDylib(fmt::format("{}.{}", name, next_dylib_.fetch_add(1)));
+    if (!dylib)
+      throw_error(ErrorKind::runtime_error, "JIT: creating a JITDylib for {}: {}", name,
+                  to_message(dylib.takeError()));
+    code->dylib = &*dylib;
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()),
+                                                       std::string(name));
+    if (llvm::Error e = jit_->addObjectFile(*code->dylib, std::move(buffer)))
       throw_error(ErrorKind::runtime_error, "JIT: adding {}: {}", name, to_message(std::move(e)));
     for (const std::string& symbol : symbols) {
-      auto address = jit_->lookup(symbol);
-      if (!address) {
-        const std::string why = to_message(address.takeError());
-        code.reset();
-        throw_error(ErrorKind::runtime_error, "JIT: compiling {}: {}", name, why);
-      }
+      auto address = jit_->lookup(*code->dylib, symbol);
+      if (!address)
+        throw_error(ErrorKind::runtime_error, "JIT: linking {}: {}", name, to_message(address.takeError()));
       code->addresses_.push_back(address->toPtr<void*>());
     }
     return code;
   }
 
+  const std::string& target_id() const noexcept { return target_id_; }
+
  private:
   class Code final : public JitCode {
    public:
+    explicit Code(llvm::orc::LLJIT& jit) : jit_(jit) {}
     ~Code() override {
-      if (tracker) consumeError(tracker->remove());
+      if (dylib != nullptr) consumeError(jit_.getExecutionSession().removeJITDylib(*dylib));
     }
     const std::vector<void*>& addresses() const noexcept override { return addresses_; }
-    llvm::orc::ResourceTrackerSP tracker;
+    llvm::orc::LLJIT& jit_;
+    llvm::orc::JITDylib* dylib = nullptr;
     std::vector<void*> addresses_;
   };
 
@@ -128,22 +139,6 @@ class HostJit {
     if (!machine) machine = take(machine_builder_.createTargetMachine(), "creating the target machine");
     return *machine;
   }
-
-  // LLJIT's code generation step: ORC materializes a module on the thread
-  // that looks its symbols up, so kernels compile concurrently, each with its
-  // thread's TargetMachine (LLJIT's default shares one between all threads).
-  class ThreadCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
-   public:
-    explicit ThreadCompiler(HostJit& jit)
-        : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jit.thread_machine().Options)),
-          jit_(jit) {}
-    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& module) override {
-      return llvm::orc::SimpleCompiler(jit_.thread_machine())(module);
-    }
-
-   private:
-    HostJit& jit_;
-  };
 
   // Kernels are single functions of a few loops: the default O2 pipeline's
   // inliner, IPO and loop passes for general code cost 2-3x the time of this
@@ -194,6 +189,8 @@ class HostJit {
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_;
   std::string features_;
+  std::string target_id_;
+  std::atomic<std::uint64_t> next_dylib_{0};
 };
 
 HostJit& host_jit() {
@@ -205,11 +202,16 @@ HostJit& host_jit() {
 
 }  // namespace
 
-std::unique_ptr<JitCode> jit_compile(std::unique_ptr<llvm::LLVMContext> context,
-                                     std::unique_ptr<llvm::Module> module,
-                                     std::span<const std::string> symbols) {
-  return host_jit().compile(std::move(context), std::move(module), symbols);
+std::string compile_to_object(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
+  return host_jit().compile(std::move(context), std::move(module));
 }
+
+std::unique_ptr<JitCode> jit_link(std::string_view name, std::string_view object,
+                                  std::span<const std::string> symbols) {
+  return host_jit().link(name, object, symbols);
+}
+
+const std::string& jit_target_id() { return host_jit().target_id(); }
 
 std::string unique_symbol_prefix() {
   static std::atomic<std::uint64_t> next{0};

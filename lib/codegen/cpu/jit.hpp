@@ -1,13 +1,16 @@
 // The process's one LLVM ORC JIT for the host CPU: optimizes a module with the
 // new pass manager for the host (its CPU and features: AVX-512 where there
 // is one, AVX2 elsewhere, the baseline otherwise) and links it into memory.
-// Thread-safe: kernels compile concurrently (each in its own LLVMContext).
+// Thread-safe: kernels compile concurrently (each in its own LLVMContext);
+// compiling (to an object file) and linking are separate steps, so that
+// objects can be kept on disk and linked again by a later process.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llvm {
@@ -25,12 +28,22 @@ class JitCode {
   [[nodiscard]] virtual const std::vector<void*>& addresses() const noexcept = 0;
 };
 
-/// Optimizes `module` (of `context`) and compiles it, returning the
-/// addresses of `symbols`. Throws Error(runtime_error) naming the module if
-/// LLVM fails (an invalid module is a bug, reported the same way).
-[[nodiscard]] std::unique_ptr<JitCode> jit_compile(std::unique_ptr<llvm::LLVMContext> context,
-                                                   std::unique_ptr<llvm::Module> module,
-                                                   std::span<const std::string> symbols);
+/// Optimizes `module` (of `context`) for the host and compiles it to a
+/// relocatable object file, returned as its bytes. Throws
+/// Error(runtime_error) naming the module if LLVM fails (an invalid module
+/// is a bug, reported the same way).
+[[nodiscard]] std::string compile_to_object(std::unique_ptr<llvm::LLVMContext> context,
+                                            std::unique_ptr<llvm::Module> module);
+
+/// Links `object` (from compile_to_object, in this process or an earlier
+/// one) into the JIT, in a JITDylib of its own, and returns the addresses
+/// of `symbols`. Throws Error(runtime_error) naming `name` if it fails.
+[[nodiscard]] std::unique_ptr<JitCode> jit_link(std::string_view name, std::string_view object,
+                                                std::span<const std::string> symbols);
+
+/// What the JIT compiles for: triple, CPU and features (objects are only
+/// valid on the same; it keys the disk cache).
+[[nodiscard]] const std::string& jit_target_id();
 
 /// A process-unique prefix for a kernel's symbols, e.g. "nimble_k17".
 [[nodiscard]] std::string unique_symbol_prefix();

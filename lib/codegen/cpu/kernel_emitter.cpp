@@ -6,6 +6,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <limits>
 #include <unordered_map>
 
 #include "codegen/math.hpp"
@@ -70,7 +71,9 @@ struct ModuleState {
 
 class FunctionEmitter {
  public:
-  FunctionEmitter(ModuleState& state, llvm::Function* fn)
+  // `prologue`: the function that checks the bindings' buckets (a stage
+  // assumes them).
+  FunctionEmitter(ModuleState& state, llvm::Function* fn, bool prologue)
       : s_(state), c_(fn->getContext()), b_(c_), fn_(fn) {
     i64_ = llvm::Type::getInt64Ty(c_);
     ptr_ = llvm::PointerType::getUnqual(c_);
@@ -83,8 +86,34 @@ class FunctionEmitter {
     for (std::size_t k = 0; k < s_.kernel.buffers.size(); ++k)
       base_.push_back(b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, data_, k),
                                     fmt::format("{}.data", s_.kernel.buffers[k].tensor.name())));
-    for (const KernelIR::Binding& binding : s_.kernel.bindings)
-      vars_[binding.var.as<te::VarNode>()] = dim_of(binding.buffer, binding.dim);
+    for (const KernelIR::Binding& binding : s_.kernel.bindings) {
+      const DimBucket& bucket = binding.bucket;
+      llvm::Value* value = bucket.exact >= 0 ? b_.getInt64(bucket.exact) : dim_of(binding.buffer, binding.dim);
+      if (!prologue && bucket.exact < 0) assume(value, bucket);
+      vars_[binding.var.as<te::VarNode>()] = value;
+    }
+  }
+
+  // Whether `value` lies outside `bucket` (i1).
+  llvm::Value* outside(llvm::Value* value, const DimBucket& bucket) {
+    if (bucket.exact >= 0) return b_.CreateICmpNE(value, b_.getInt64(bucket.exact));
+    llvm::Value* out = b_.CreateOr(b_.CreateICmpSLT(value, b_.getInt64(bucket.min)),
+                                   b_.CreateICmpSGT(value, b_.getInt64(bucket.max)));
+    if (bucket.multiple > 1)
+      out = b_.CreateOr(out, b_.CreateICmpNE(b_.CreateAnd(value, b_.getInt64(bucket.multiple - 1)),
+                                             b_.getInt64(0)));
+    return out;
+  }
+
+  // Tells the optimizer what the bucket says of `value` (the prologue checked
+  // it): a multiple of the vector width drops vector tails, a range bounds
+  // trip counts.
+  void assume(llvm::Value* value, const DimBucket& bucket) {
+    if (bucket.multiple > 1)
+      b_.CreateAssumption(b_.CreateICmpEQ(b_.CreateAnd(value, b_.getInt64(bucket.multiple - 1)), b_.getInt64(0)));
+    if (bucket.min > 0) b_.CreateAssumption(b_.CreateICmpSGE(value, b_.getInt64(bucket.min)));
+    if (bucket.max < std::numeric_limits<std::int64_t>::max())
+      b_.CreateAssumption(b_.CreateICmpSLE(value, b_.getInt64(bucket.max)));
   }
 
   llvm::IRBuilder<>& builder() { return b_; }
@@ -531,8 +560,20 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
 
 void emit_prologue(ModuleState& state, llvm::Function* fn) {
   const KernelIR& k = state.kernel;
-  FunctionEmitter e(state, fn);
+  FunctionEmitter e(state, fn, true);
   llvm::IRBuilder<>& b = e.builder();
+  // A specialized kernel's bucket first: every other expression may use it.
+  for (const KernelIR::Binding& binding : k.bindings) {
+    if (binding.bucket == DimBucket{}) continue;
+    e.fail_if(e.outside(e.dim_of(binding.buffer, binding.dim), binding.bucket),
+              {.kind = ErrorKind::runtime_error,
+               .text = fmt::format("{}: the kernel specialized for {} dim {} in {} was called with another "
+                                   "shape",
+                                   k.name,
+                                   k.buffers[static_cast<std::size_t>(binding.buffer)].tensor.name(),
+                                   binding.dim, Bucket{{binding.bucket}}.to_string())},
+              {});
+  }
   for (const auto& check : k.input_dims) {
     llvm::Value* actual = e.dim_of(check.buffer, check.dim);
     llvm::Value* expected = e.expr(check.expected);
@@ -569,7 +610,7 @@ void emit_prologue(ModuleState& state, llvm::Function* fn) {
 }
 
 void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage) {
-  FunctionEmitter e(state, fn);
+  FunctionEmitter e(state, fn, false);
   e.stage_name = stage.name;
   e.stmt(*stage.body, e.arg(3), e.arg(4));
   e.builder().CreateRet(e.builder().getInt32(0));

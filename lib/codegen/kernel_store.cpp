@@ -1,0 +1,140 @@
+#include "codegen/kernel_store.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "nimble/runtime/kernel.hpp"
+#include "runtime/stats_counters.hpp"
+
+namespace nimble::codegen {
+
+namespace {
+
+constexpr char kMagic[8] = {'N', 'I', 'M', 'B', 'L', 'E', 'K', 'C'};
+constexpr std::uint32_t kFormat = 1;
+constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;
+
+std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) noexcept {
+  for (char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+constexpr std::uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+
+template <class T>
+void put(std::string& out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));  // x86-64 and aarch64: little-endian
+  out.append(bytes, sizeof(T));
+}
+
+template <class T>
+T get(std::string_view in, std::size_t at) {
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+std::uint64_t kernel_key(std::string_view identity) noexcept { return fnv1a(kFnvBasis, identity); }
+
+std::string KernelStore::path_of(std::uint64_t key) const {
+  return fmt::format("{}/{:016x}.nkc", directory_, key);
+}
+
+std::optional<std::string> KernelStore::load(std::uint64_t key, std::string_view identity) const {
+  std::ifstream file(path_of(key), std::ios::binary);
+  if (!file) {
+    stats::count_disk_miss();
+    return std::nullopt;
+  }
+  const std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto reject = [] {
+    stats::count_disk_rejected();
+    return std::nullopt;
+  };
+  if (content.size() < kHeaderSize || std::memcmp(content.data(), kMagic, 8) != 0 ||
+      get<std::uint32_t>(content, 8) != kFormat)
+    return reject();
+  const std::uint64_t identity_size = get<std::uint32_t>(content, 12);
+  const std::uint64_t payload_size = get<std::uint64_t>(content, 16);
+  const std::uint64_t checksum = get<std::uint64_t>(content, 24);
+  if (identity_size > content.size() || payload_size > content.size() ||
+      kHeaderSize + identity_size + payload_size != content.size())
+    return reject();
+  const std::string_view body = std::string_view(content).substr(kHeaderSize);
+  if (fnv1a(kFnvBasis, body) != checksum || body.substr(0, identity_size) != identity) return reject();
+  return std::string(body.substr(identity_size));
+}
+
+bool KernelStore::save(std::uint64_t key, std::string_view identity, std::string_view payload) const {
+  std::string content(kMagic, 8);
+  put<std::uint32_t>(content, kFormat);
+  put<std::uint32_t>(content, static_cast<std::uint32_t>(identity.size()));
+  put<std::uint64_t>(content, payload.size());
+  std::string body(identity);
+  body.append(payload);
+  put<std::uint64_t>(content, fnv1a(kFnvBasis, body));
+  content.append(body);
+
+  static std::atomic<std::uint64_t> next{0};
+  std::error_code error;
+  std::filesystem::create_directories(directory_, error);
+  if (error) return false;
+  const std::string path = path_of(key);
+  const std::string temp = fmt::format("{}.{}.{}.tmp", path, ::getpid(), next.fetch_add(1));
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out.flush()) {
+      out.close();
+      std::filesystem::remove(temp, error);
+      return false;
+    }
+  }
+  std::filesystem::rename(temp, path, error);
+  if (!error) return true;
+  std::filesystem::remove(temp, error);
+  return false;
+}
+
+void PayloadWriter::u32(std::uint32_t v) { put(out_, v); }
+
+void PayloadWriter::str(std::string_view s) {
+  u32(static_cast<std::uint32_t>(s.size()));
+  out_.append(s);
+}
+
+std::uint32_t PayloadReader::u32() {
+  if (failed_ || in_.size() < 4) {
+    failed_ = true;
+    return 0;
+  }
+  const auto v = get<std::uint32_t>(in_, 0);
+  in_.remove_prefix(4);
+  return v;
+}
+
+std::string PayloadReader::str() {
+  const std::uint32_t n = u32();
+  if (failed_ || in_.size() < n) {
+    failed_ = true;
+    return {};
+  }
+  std::string s(in_.substr(0, n));
+  in_.remove_prefix(n);
+  return s;
+}
+
+std::string_view PayloadReader::rest() { return std::exchange(in_, {}); }
+
+}  // namespace nimble::codegen

@@ -1,0 +1,78 @@
+// The disk cache of compiled kernels: one file per kernel key in a directory
+// (KernelCacheOptions::disk_cache_dir), shared by every process of the same
+// nimble version on the same target. A file is
+//
+//   "NIMBLEKC"  u32 format  u32 identity size  u64 payload size
+//   u64 checksum (FNV-1a 64 of identity and payload)  identity  payload
+//
+// The identity is everything the key was hashed from (nimble's version, the
+// target, the primitive's kind and source, the bucket): an entry is used only
+// if it is whole, its checksum holds and its identity is the one asked for,
+// so a corrupt, truncated or foreign file (a hash collision, a copy from
+// another machine) is never loaded — it is counted (EngineStats::
+// disk_rejected) and the caller compiles and stores the kernel again.
+// Entries are written to a temporary file and renamed into place, so a
+// reader never sees half a file and concurrent writers of one key are safe.
+// Not LLVM-specific: the NVPTX backend will keep its PTX here too.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nimble::codegen {
+
+class KernelStore {
+ public:
+  /// A store in `directory`, created on the first save.
+  explicit KernelStore(std::string directory) : directory_(std::move(directory)) {}
+
+  /// The payload stored under `key` with `identity`, or nullopt when there
+  /// is none (a miss) or the entry is rejected. Counts the outcome in the
+  /// EngineStats, except a hit: the caller counts it with its load time.
+  [[nodiscard]] std::optional<std::string> load(std::uint64_t key, std::string_view identity) const;
+  /// Stores `payload` under `key`. A cache: if the directory cannot be
+  /// written the kernel is simply not kept (returns false).
+  bool save(std::uint64_t key, std::string_view identity, std::string_view payload) const;
+
+  /// The file of `key`: <directory>/<16 hex digits>.nkc
+  [[nodiscard]] std::string path_of(std::uint64_t key) const;
+
+ private:
+  std::string directory_;
+};
+
+/// The key of a kernel: FNV-1a 64 of its identity.
+[[nodiscard]] std::uint64_t kernel_key(std::string_view identity) noexcept;
+
+/// Appends and reads back the fields of a payload (little-endian, sizes u32).
+class PayloadWriter {
+ public:
+  void u32(std::uint32_t v);
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void str(std::string_view s);
+  void bytes(std::string_view s) { out_.append(s); }
+  [[nodiscard]] std::string take() && { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+/// Reads a payload; every read past the end sets failed() and yields zeros.
+class PayloadReader {
+ public:
+  explicit PayloadReader(std::string_view in) : in_(in) {}
+  std::uint32_t u32();
+  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  std::string str();
+  /// The rest of the payload.
+  std::string_view rest();
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+
+ private:
+  std::string_view in_;
+  bool failed_ = false;
+};
+
+}  // namespace nimble::codegen

@@ -1,0 +1,108 @@
+#include "runtime/background_compiler.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+#ifdef NIMBLE_TSAN
+#include <thread>
+#else
+#include <tbb/task_arena.h>
+#endif
+
+#include "runtime/stats_counters.hpp"
+
+namespace nimble {
+
+struct BackgroundCompiler::Impl {
+  std::mutex mutex;
+  std::condition_variable idle;
+  std::uint64_t pending = 0;  // guarded by mutex
+  std::atomic<std::uint64_t> pending_now{0};
+
+  // Called at the end of each task.
+  void finished() {
+    stats::count_specialization_pending(-1);
+    std::lock_guard lock(mutex);
+    pending_now.store(--pending, std::memory_order_relaxed);
+    if (pending == 0) idle.notify_all();
+  }
+  void started() {
+    stats::count_specialization_pending(+1);
+    std::lock_guard lock(mutex);
+    pending_now.store(++pending, std::memory_order_relaxed);
+  }
+
+#ifdef NIMBLE_TSAN
+  std::deque<std::function<void()>> queue;  // guarded by mutex
+  std::condition_variable work;
+  void start() {
+    // Detached: the process's compiler is never destroyed, and at exit
+    // wait() has left it idle.
+    std::thread([this] {
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock lock(mutex);
+          work.wait(lock, [this] { return !queue.empty(); });
+          task = std::move(queue.front());
+          queue.pop_front();
+        }
+        task();
+        task = nullptr;  // drops what it holds before it counts as done
+        finished();
+      }
+    }).detach();
+  }
+  void submit(std::function<void()> task) {
+    started();
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(task));
+    }
+    work.notify_one();
+  }
+#else
+  // One slot, none reserved for application threads: a TBB worker runs the
+  // tasks (oneTBB grants an arena with enqueued work a worker even when
+  // global_control limits the process to one thread).
+  tbb::task_arena arena{1, 0, tbb::task_arena::priority::low};
+  void submit(std::function<void()> task) {
+    started();
+    // (oneTBB calls a task as const: the function is held by pointer.)
+    arena.enqueue([this, held = std::make_shared<std::function<void()>>(std::move(task))] {
+      (*held)();
+      *held = nullptr;  // drops what it holds before it counts as done
+      finished();
+    });
+  }
+  void start() {}
+#endif
+
+  void wait() {
+    std::unique_lock lock(mutex);
+    idle.wait(lock, [this] { return pending == 0; });
+  }
+};
+
+BackgroundCompiler::BackgroundCompiler() : impl_(std::make_unique<Impl>()) { impl_->start(); }
+
+BackgroundCompiler& BackgroundCompiler::process() {
+  static BackgroundCompiler* const compiler = [] {
+    auto* c = new BackgroundCompiler();
+    std::atexit([] { process().wait(); });
+    return c;
+  }();
+  return *compiler;
+}
+
+void BackgroundCompiler::submit(std::function<void()> task) { impl_->submit(std::move(task)); }
+void BackgroundCompiler::wait() { impl_->wait(); }
+std::uint64_t BackgroundCompiler::pending() const noexcept {
+  return impl_->pending_now.load(std::memory_order_relaxed);
+}
+
+}  // namespace nimble
