@@ -8,13 +8,39 @@
 // to callable code). The row's time is the whole iteration (compiling and the
 // three runs); the counters are what it measures. On the reference kernels
 // (no JIT registered) nothing is compiled: kernels = 0 and the ms counters 0.
+// Synchronous specialization and no disk cache, so that every kernel is
+// compiled inside the iteration.
+//
+// JIT/new_bucket/<W>: the first call on a new shape bucket while generic
+// kernels exist (tiered: the specialized ones compile in the background),
+// over the steady-state latency at that shape (the median of 5 calls once
+// the background compilations are done). Warmed up at the smallest size,
+// then each larger size is a new bucket; counters ratio_to_steady (the
+// median over those sizes) and ratio_max.
+//
+// JIT/specialized/<W>/<size>: the same model at one size with generic kernels
+// only (BucketPolicy::max_specialized_per_function = 0) and with specialized
+// ones: counters generic_ms, specialized_ms (medians of 5 calls) and speedup.
+//
+// JIT/start: a fresh process (nimble_start_probe, beside this program) to
+// its first W3 L = 128 result, with an empty disk cache (cold) and again with
+// what the first left there (warm): counters cold_compile_ms, cold_first_ms,
+// warm_kernels_compiled, warm_compile_ms, warm_first_ms, cache_load_ms and
+// load_pct (cache_load_ms over cold_compile_ms, in percent).
+//
 // One thread (nimble::set_num_threads(1)), as elemwise_bench.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -58,8 +84,170 @@ std::vector<Workload> workloads_to_compile() {
   return all;
 }
 
+// Sets the process's KernelCache options for one benchmark and restores them.
+class ScopedCacheOptions {
+ public:
+  explicit ScopedCacheOptions(bool background, std::uint32_t limit = 8)
+      : saved_(KernelCache::global().options()) {
+    KernelCacheOptions o = saved_;
+    o.background = background;
+    o.buckets.max_specialized_per_function = limit;
+    o.disk_cache_dir.clear();
+    KernelCache::global().configure(o);
+  }
+  ~ScopedCacheOptions() { KernelCache::global().configure(saved_); }
+  ScopedCacheOptions(const ScopedCacheOptions&) = delete;
+  ScopedCacheOptions& operator=(const ScopedCacheOptions&) = delete;
+
+ private:
+  KernelCacheOptions saved_;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A model compiled once, run at any size.
+struct Model {
+  ir::Module module;
+  std::string entry;
+  std::vector<Value> (*args)(const ir::Module&, std::int64_t);
+};
+
+Model make_model(BuildFn build, std::vector<Value> (*args)(const ir::Module&, std::int64_t)) {
+  Builder b;
+  const Function entry = build(b);
+  return {b.build(), entry.name(), args};
+}
+
+Model model(std::string_view workload) {
+  if (workload == "W1")
+    return make_model(models::build_lstm, [](const ir::Module&, std::int64_t n) { return w1_args(n); });
+  if (workload == "W2") return make_model(models::build_tree_lstm, w2_args);
+  return make_model(models::build_bert, w3_args);
+}
+
+double time_call(vm::VirtualMachine& machine, const Model& m, const std::vector<Value>& args) {
+  const auto start = std::chrono::steady_clock::now();
+  const Value out = machine.invoke(m.entry, args);
+  benchmark::DoNotOptimize(&out);
+  return ms_since(start);
+}
+
+double steady_ms(vm::VirtualMachine& machine, const Model& m, const std::vector<Value>& args) {
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) ms.push_back(time_call(machine, m, args));
+  return percentile(ms, 0.5);
+}
+
+void new_bucket(benchmark::State& state, std::string_view workload, std::vector<std::int64_t> sizes) {
+  try {
+    const ScopedCacheOptions scope(true);
+    const Model m = model(workload);
+    std::vector<double> ratios;
+    for (auto _ : state) {
+      vm::VirtualMachine machine(compile(m.module));
+      // Generic kernels (and the first size's specialized ones) exist.
+      (void)time_call(machine, m, m.args(m.module, sizes[0]));
+      KernelCache::global().wait_for_background();
+      for (std::size_t i = 1; i < sizes.size(); ++i) {
+        const std::vector<Value> args = m.args(m.module, sizes[i]);
+        const double first = time_call(machine, m, args);
+        KernelCache::global().wait_for_background();
+        (void)time_call(machine, m, args);  // warm the allocator's pools for this size
+        ratios.push_back(first / steady_ms(machine, m, args));
+      }
+    }
+    state.counters["ratio_to_steady"] = percentile(ratios, 0.5);
+    state.counters["ratio_max"] = ratios.empty() ? 0 : *std::max_element(ratios.begin(), ratios.end());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jit_bench: JIT/new_bucket/%s: %s\n", std::string(workload).c_str(), e.what());
+    ++failures;
+    state.SkipWithError(e.what());
+  }
+}
+
+void specialized(benchmark::State& state, std::string_view workload, std::int64_t size) {
+  try {
+    const Model m = model(workload);
+    const std::vector<Value> args = m.args(m.module, size);
+    double generic = 0;
+    double special = 0;
+    for (auto _ : state) {
+      {
+        const ScopedCacheOptions scope(false, 0);
+        vm::VirtualMachine machine(compile(m.module));
+        (void)time_call(machine, m, args);
+        generic = steady_ms(machine, m, args);
+      }
+      {
+        const ScopedCacheOptions scope(false);
+        vm::VirtualMachine machine(compile(m.module));
+        (void)time_call(machine, m, args);
+        special = steady_ms(machine, m, args);
+      }
+    }
+    state.counters["generic_ms"] = generic;
+    state.counters["specialized_ms"] = special;
+    state.counters["speedup"] = special > 0 ? generic / special : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jit_bench: JIT/specialized/%s: %s\n", std::string(workload).c_str(), e.what());
+    ++failures;
+    state.SkipWithError(e.what());
+  }
+}
+
+// Runs nimble_start_probe on `cache_dir`; its key=value pairs.
+std::map<std::string, double> run_probe(const std::string& probe, const std::string& cache_dir) {
+  const std::string command = "'" + probe + "' '" + cache_dir + "'";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run " + probe);
+  std::string line(4096, '\0');
+  const bool got = std::fgets(line.data(), static_cast<int>(line.size()), pipe) != nullptr;
+  if (::pclose(pipe) != 0 || !got) throw std::runtime_error(probe + " failed");
+  std::map<std::string, double> values;
+  std::istringstream in(line.c_str());
+  std::string pair;
+  while (in >> pair)
+    if (const auto eq = pair.find('='); eq != std::string::npos)
+      values[pair.substr(0, eq)] = std::stod(pair.substr(eq + 1));
+  return values;
+}
+
+void start(benchmark::State& state) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("nimble_start_bench_" + std::to_string(::getpid()));
+  try {
+    const std::string probe =
+        (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "nimble_start_probe").string();
+    std::map<std::string, double> cold;
+    std::map<std::string, double> warm;
+    for (auto _ : state) {
+      std::filesystem::remove_all(dir);
+      cold = run_probe(probe, dir.string());
+      warm = run_probe(probe, dir.string());
+    }
+    auto& c = state.counters;
+    c["cold_compile_ms"] = cold["compile_ms"];
+    c["cold_kernels_compiled"] = cold["kernels_compiled"];
+    c["cold_first_ms"] = cold["first_result_ms"];
+    c["warm_kernels_compiled"] = warm["kernels_compiled"];
+    c["warm_compile_ms"] = warm["compile_ms"];
+    c["warm_first_ms"] = warm["first_result_ms"];
+    c["cache_load_ms"] = warm["disk_load_ms"];
+    c["load_pct"] = cold["compile_ms"] > 0 ? 100 * warm["disk_load_ms"] / cold["compile_ms"] : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jit_bench: JIT/start: %s\n", e.what());
+    ++failures;
+    state.SkipWithError(e.what());
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
 void jit_compile(benchmark::State& state) {
   try {
+    const ScopedCacheOptions scope(false);
     const std::vector<Workload> all = workloads_to_compile();  // not timed: data and IR
     for (auto _ : state) {
       KernelCache::global().clear();
@@ -104,6 +292,21 @@ int main(int argc, char** argv) {
       ->Iterations(1)
       ->Repetitions(1)
       ->Unit(benchmark::kMillisecond);
+  using nimble::bench::new_bucket;
+  using nimble::bench::specialized;
+  benchmark::RegisterBenchmark("JIT/new_bucket/W1", [](benchmark::State& s) { new_bucket(s, "W1", {8, 37, 64, 128}); })
+      ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("JIT/new_bucket/W3", [](benchmark::State& s) { new_bucket(s, "W3", {16, 37, 100, 128, 200}); })
+      ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  for (const auto& [workload, size] : std::vector<std::pair<const char*, std::int64_t>>{
+           {"W1", 37}, {"W2", 50}, {"W3", 16}, {"W3", 37}, {"W3", 128}, {"W3", 200}})
+    benchmark::RegisterBenchmark(("JIT/specialized/" + std::string(workload) + "/" + std::to_string(size)).c_str(),
+                                 [workload = std::string(workload), size = size](benchmark::State& s) {
+                                   specialized(s, workload, size);
+                                 })
+        ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("JIT/start", nimble::bench::start)
+      ->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return nimble::bench::failures == 0 ? 0 : 1;

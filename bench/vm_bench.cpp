@@ -15,6 +15,10 @@
 //                     planning); counter ns_per_call (loop subtracted)
 //   VM/invoke_packed  InvokePacked of an empty kernel with 3 tensor arguments;
 //                     counter ns_per_call (loop subtracted likewise)
+//   VM/invoke_packed_tiered  the same kernel with two dynamic dims, so that the
+//                     call goes through its primitive's bucket table (the
+//                     bucket of both dims computed, its specialized kernel
+//                     found); the difference is what shape buckets cost a hit
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -152,22 +156,36 @@ void BM_alloc_tensor(benchmark::State& state) { alloc_bench(state, AllocBody::te
 void BM_alloc_tensor_new(benchmark::State& state) { alloc_bench(state, AllocBody::two_tensors); }
 void BM_alloc_storage(benchmark::State& state) { alloc_bench(state, AllocBody::storage_tensor); }
 
+// Does nothing; with `dynamic`, reports dim 0 of its first two arguments as
+// dynamic (so that the KernelCache tiers it).
 class EmptyKernel final : public Kernel {
  public:
+  explicit EmptyKernel(bool dynamic) : dims_(dynamic ? 2 : 0) {}
   void run(TensorRefs, TensorRefs) const override {}
+  std::span<const DynamicDim> dynamic_dims() const noexcept override {
+    return std::span<const DynamicDim>(kDims).first(dims_);
+  }
+
+ private:
+  static constexpr DynamicDim kDims[2] = {{0, 0}, {1, 0}};
+  std::size_t dims_;
 };
 
 class EmptyProvider final : public KernelProvider {
  public:
   std::string_view name() const noexcept override { return "bench_empty"; }
   Ref<Kernel> get(const PrimitiveInfo& prim) override {
-    if (prim.name != "empty") return {};
-    return make_ref<EmptyKernel>();
+    if (prim.name != "empty" && prim.name != "empty_tiered") return {};
+    return make_ref<EmptyKernel>(prim.name == "empty_tiered");
   }
+  Ref<Kernel> specialize(const PrimitiveInfo&, const Bucket&) override { return make_ref<EmptyKernel>(false); }
 };
 
-void BM_invoke_packed(benchmark::State& state) {
+void invoke_packed(benchmark::State& state, bool tiered) {
   KernelCache::global().add_provider(std::make_shared<EmptyProvider>(), 1000);
+  KernelCacheOptions options = KernelCache::global().options();
+  options.background = false;
+  KernelCache::global().configure(options);
   ExecutableData d = loop_with({ins(Opcode::InvokePacked, 0, 0, 0, 3, 1)}, 3);
   for (std::uint32_t k = 0; k < 3; ++k) d.constants.push_back(Tensor::zeros({16}, DType::f32));
   // r6..r8 = three tensors, loaded before the loop.
@@ -175,8 +193,9 @@ void BM_invoke_packed(benchmark::State& state) {
     d.code.insert(d.code.begin(), ins(Opcode::LoadConst, 6 + k, k));
   d.functions[0].code_size = static_cast<std::uint32_t>(d.code.size());
   d.arg_pool = {6, 7, 8};
-  PrimitiveInfo prim{.name = "empty", .kind = PrimitiveKind::compute, .num_inputs = 2,
-                     .num_outputs = 1, .source = "empty kernel (bench)", .hash = 0};
+  PrimitiveInfo prim{.name = tiered ? "empty_tiered" : "empty", .kind = PrimitiveKind::compute,
+                     .num_inputs = 2, .num_outputs = 1,
+                     .source = tiered ? "tiered empty kernel (bench)" : "empty kernel (bench)", .hash = 0};
   prim.hash = content_hash(prim.kind, prim.source);
   d.primitives.push_back(prim);
   VirtualMachine machine(make(std::move(d)));
@@ -188,7 +207,11 @@ BENCHMARK(BM_dispatch)->Name("VM/dispatch")->UseManualTime()->Unit(benchmark::kM
 BENCHMARK(BM_alloc_tensor)->Name("VM/alloc_tensor")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_alloc_tensor_new)->Name("VM/alloc_tensor_new")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_alloc_storage)->Name("VM/alloc_storage")->UseManualTime()->Unit(benchmark::kMillisecond);
+void BM_invoke_packed(benchmark::State& state) { invoke_packed(state, false); }
+void BM_invoke_packed_tiered(benchmark::State& state) { invoke_packed(state, true); }
+
 BENCHMARK(BM_invoke_packed)->Name("VM/invoke_packed")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_invoke_packed_tiered)->Name("VM/invoke_packed_tiered")->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace nimble::vm
