@@ -2,11 +2,13 @@
 // bucket boundaries, specialized kernels against the generic one and the
 // reference on every dim pattern, the tiered kernel's once-per-bucket
 // compilation (background and synchronous) and its limit, four threads over
-// one Executable, and the disk cache's hits, misses and rejections.
+// one Executable, and the disk cache's hits, misses and rejections, in this
+// process and in a second one.
 #include <fmt/format.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -362,4 +364,40 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   CHECK(engine_stats().disk_hits == 3);
   CHECK(engine_stats().kernels_compiled == 0);
   CHECK(dir.files().size() == 3);  // no temporary file left behind
+}
+
+// The second process of the next test: run by it (this binary, this test
+// only, with NIMBLE_TEST_WARM_CACHE set to the cache it filled); elsewhere a
+// no-op.
+TEST_CASE("buckets: (child process) a warm start compiles nothing", "[.][jit]") {
+  const char* dir = std::getenv("NIMBLE_TEST_WARM_CACHE");
+  if (dir == nullptr) return;
+  const ir::Module m = sigmoid_module();
+  ScopedCacheOptions scope(options(false, 8, dir));
+  vm::VirtualMachine machine(compile(m));
+  check_matches(machine, m, rows(4, 5));
+  check_matches(machine, m, rows(70, 5));
+  CHECK(engine_stats().kernels_compiled == 0);
+  CHECK(engine_stats().disk_hits == 3);
+  CHECK(engine_stats().disk_rejected == 0);
+}
+
+TEST_CASE("buckets: a second process loads every kernel from the disk cache", "[jit]") {
+  const TempDir dir;
+  const ir::Module m = sigmoid_module();
+  {
+    ScopedCacheOptions scope(options(false, 8, dir.str()));
+    vm::VirtualMachine machine(compile(m));
+    check_matches(machine, m, rows(4));
+    check_matches(machine, m, rows(70));
+    CHECK(engine_stats().kernels_compiled == 3);
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command =
+      fmt::format("NIMBLE_TEST_WARM_CACHE='{}' '{}' '*a warm start compiles nothing' > '{}/child.log' 2>&1",
+                  dir.str(), self, dir.str());
+  const int status = std::system(command.c_str());
+  std::ifstream log(dir.str() + "/child.log");
+  INFO("child:\n" << std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
+  CHECK(status == 0);
 }
