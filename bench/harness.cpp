@@ -55,6 +55,8 @@ struct Entry {
   bool have_checksum = false;
   workloads::Checksum sum;
   std::uint64_t kernels_compiled = 0;  // since the case was set up
+  std::uint64_t specialized_compiled = 0;
+  std::uint64_t disk_hits = 0;
   double compile_ms = 0;
 };
 
@@ -66,6 +68,8 @@ void add_compile_stats(Entry& e) {
   if (!e.reports_engine_stats) return;
   const EngineStats s = engine_stats();
   e.kernels_compiled += s.kernels_compiled;
+  e.specialized_compiled += s.specialized_compiled;
+  e.disk_hits += s.disk_hits;
   e.compile_ms += s.compile_ms;
 }
 
@@ -121,6 +125,10 @@ void run_entry(benchmark::State& state, Entry& e) {
     c["warmup_calls"] = e.warmed_up;
     c["kernels_compiled"] = static_cast<double>(e.kernels_compiled);
     c["compile_ms"] = e.compile_ms;
+    c["kernels_specialized"] = static_cast<double>(e.specialized_compiled);
+    c["kernels_from_disk"] = static_cast<double>(e.disk_hits);
+    c["call_site_hits"] = static_cast<double>(s.call_site_hits);
+    c["memory_lookups"] = static_cast<double>(s.memory_hits + s.memory_misses);
     c["launches"] = static_cast<double>(s.kernel_launches);
     c["system_allocations"] = static_cast<double>(s.system_allocations);
     c["sys_allocs"] = static_cast<double>(sys_allocs);

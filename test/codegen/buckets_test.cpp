@@ -317,14 +317,15 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   for (const auto& f : files) CHECK(f.extension() == ".nkc");
 
   // As a new process would: nothing in memory, everything on disk.
-  KernelCache::global().clear();
-  reset_engine_stats();
-  {
+  const auto run_afresh = [&](std::uint64_t seed) {
+    KernelCache::global().clear();
+    reset_engine_stats();
     vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4, 2));
-    check_matches(machine, m, rows(70, 2));
-  }
-  s = engine_stats();
+    check_matches(machine, m, rows(4, seed));
+    check_matches(machine, m, rows(70, seed));
+    return engine_stats();
+  };
+  s = run_afresh(2);
   CHECK(s.kernels_compiled == 0);
   CHECK(s.disk_hits == 3);
   CHECK(s.disk_load_ms > 0);
@@ -337,32 +338,20 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   const auto write = [](const std::filesystem::path& p, const std::string& bytes) {
     std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
   };
-  std::string flipped = read(files[0]);
+  const std::string first = read(files[0]);
+  std::string flipped = first;
   flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x40);
-  write(files[0], flipped);
+  write(files[0], flipped);                         // a bit flipped
   write(files[1], read(files[1]).substr(0, 100));  // truncated
-  write(files[2], read(files[0]));                  // another key's (foreign) entry
-  KernelCache::global().clear();
-  reset_engine_stats();
-  {
-    vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4, 3));
-    check_matches(machine, m, rows(70, 3));
-  }
-  s = engine_stats();
+  write(files[2], first);                           // another key's entry: whole, but foreign
+  s = run_afresh(3);
   CHECK(s.disk_rejected == 3);
   CHECK(s.kernels_compiled == 3);
   CHECK(s.disk_hits == 0);
   // Rebuilt entries load again.
-  KernelCache::global().clear();
-  reset_engine_stats();
-  {
-    vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4, 4));
-    check_matches(machine, m, rows(70, 4));
-  }
-  CHECK(engine_stats().disk_hits == 3);
-  CHECK(engine_stats().kernels_compiled == 0);
+  s = run_afresh(4);
+  CHECK(s.disk_hits == 3);
+  CHECK(s.kernels_compiled == 0);
   CHECK(dir.files().size() == 3);  // no temporary file left behind
 }
 
