@@ -325,6 +325,13 @@ int bench_main(int argc, char** argv, Program program) {
   const std::string filter = benchmark::GetBenchmarkFilter();
 
   try {
+    // Each process compiles its kernels (kernels_compiled, compile_ms), as a
+    // first start does, unless NIMBLE_CACHE_DIR asks for a disk cache.
+    if (std::getenv("NIMBLE_CACHE_DIR") == nullptr) {
+      KernelCacheOptions options = KernelCache::global().options();
+      options.disk_cache_dir.clear();
+      KernelCache::global().configure(options);
+    }
     program.set_threads(o.threads);
     add_platform_context(o);
     if (program.add_context) program.add_context();
