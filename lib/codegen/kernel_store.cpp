@@ -1,9 +1,14 @@
 #include "codegen/kernel_store.hpp"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <fmt/format.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +52,60 @@ T get(std::string_view in, std::size_t at) {
 
 std::uint64_t kernel_key(std::string_view identity) noexcept { return fnv1a(kFnvBasis, identity); }
 
+namespace {
+
+// The NT_GNU_BUILD_ID note of the loaded object whose load address is `base`.
+std::string build_id_of(const void* base) {
+  struct Search {
+    const void* base;
+    std::string id;
+  } search{base, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto& s = *static_cast<Search*>(data);
+        if (reinterpret_cast<const void*>(info->dlpi_addr) != s.base) return 0;
+        for (int p = 0; p < info->dlpi_phnum; ++p) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[p];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* at = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* const end = at + ph.p_memsz;
+          while (end - at >= static_cast<std::ptrdiff_t>(sizeof(ElfW(Nhdr)))) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(at);
+            const char* name = at + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((note->n_namesz + 3) & ~3u);
+            const char* next = desc + ((note->n_descsz + 3) & ~3u);
+            if (next > end) break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              for (std::size_t i = 0; i < note->n_descsz; ++i)
+                s.id += fmt::format("{:02x}", static_cast<unsigned char>(desc[i]));
+              return 1;
+            }
+            at = next;
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+}  // namespace
+
+const std::string& library_build_id() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&library_build_id), &info) == 0) return std::string();
+    return build_id_of(info.dli_fbase);
+  }();
+  return id;
+}
+
+bool trusted_cache_directory(const std::string& directory) {
+  struct stat st{};
+  if (::stat(directory.c_str(), &st) != 0) return errno == ENOENT;
+  return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 std::string KernelStore::path_of(std::uint64_t key) const {
   return fmt::format("{}/{:016x}.nkc", directory_, key);
 }
@@ -88,7 +147,8 @@ bool KernelStore::save(std::uint64_t key, std::string_view identity, std::string
 
   static std::atomic<std::uint64_t> next{0};
   std::error_code error;
-  std::filesystem::create_directories(directory_, error);
+  if (std::filesystem::create_directories(directory_, error))
+    std::filesystem::permissions(directory_, std::filesystem::perms::owner_all, error);
   if (error) return false;
   const std::string path = path_of(key);
   const std::string temp = fmt::format("{}.{}.{}.tmp", path, ::getpid(), next.fetch_add(1));

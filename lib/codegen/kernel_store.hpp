@@ -13,6 +13,8 @@
 // disk_rejected) and the caller compiles and stores the kernel again.
 // Entries are written to a temporary file and renamed into place, so a
 // reader never sees half a file and concurrent writers of one key are safe.
+// The directory is made private (0700); one that others can write is not
+// used (trusted_cache_directory): its objects would run in this process.
 // Not LLVM-specific: the NVPTX backend will keep its PTX here too.
 #pragma once
 
@@ -45,6 +47,17 @@ class KernelStore {
 
 /// The key of a kernel: FNV-1a 64 of its identity.
 [[nodiscard]] std::uint64_t kernel_key(std::string_view identity) noexcept;
+
+/// The GNU build ID of the library this code is in (hex), which changes with
+/// any change to the code that lowers, emits or calls kernels: part of every
+/// identity, so that a rebuilt nimble never loads another build's objects.
+/// Empty if the library has none (then the version alone separates builds).
+[[nodiscard]] const std::string& library_build_id();
+
+/// Whether `directory` may hold a disk cache: it does not exist yet (save
+/// makes it, private to the user), or only its owner can write it — objects
+/// from it become code in this process.
+[[nodiscard]] bool trusted_cache_directory(const std::string& directory);
 
 /// Appends and reads back the fields of a payload (little-endian, sizes u32).
 class PayloadWriter {

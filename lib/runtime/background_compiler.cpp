@@ -59,9 +59,12 @@ struct BackgroundCompiler::Impl {
   }
   void submit(std::function<void()> task) {
     started();
-    {
+    try {
       std::lock_guard lock(mutex);
       queue.push_back(std::move(task));
+    } catch (...) {
+      finished();
+      throw;
     }
     work.notify_one();
   }
@@ -71,13 +74,19 @@ struct BackgroundCompiler::Impl {
   // global_control limits the process to one thread).
   tbb::task_arena arena{1, 0, tbb::task_arena::priority::low};
   void submit(std::function<void()> task) {
-    started();
     // (oneTBB calls a task as const: the function is held by pointer.)
-    arena.enqueue([this, held = std::make_shared<std::function<void()>>(std::move(task))] {
-      (*held)();
-      *held = nullptr;  // drops what it holds before it counts as done
+    auto held = std::make_shared<std::function<void()>>(std::move(task));
+    started();
+    try {
+      arena.enqueue([this, held] {
+        (*held)();
+        *held = nullptr;  // drops what it holds before it counts as done
+        finished();
+      });
+    } catch (...) {
       finished();
-    });
+      throw;
+    }
   }
   void start() {}
 #endif

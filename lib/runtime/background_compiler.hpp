@@ -23,6 +23,7 @@ class BackgroundCompiler {
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
 
   /// Runs `task` later on a background thread. The task must not throw.
+  /// Throws (std::bad_alloc) only if it could not be queued: then it never runs.
   void submit(std::function<void()> task);
   /// Blocks until every task submitted so far has finished.
   void wait();

@@ -166,6 +166,9 @@ void KernelCache::clear() {
 
 void KernelCache::configure(KernelCacheOptions options) {
   options.buckets.validate();
+  // Compilations queued under the old options finish under them (their
+  // provider reads the disk cache directory from here).
+  BackgroundCompiler::process().wait();
   {
     std::lock_guard lock(impl_->providers_mutex);
     impl_->options = std::move(options);

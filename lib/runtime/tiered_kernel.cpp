@@ -88,7 +88,13 @@ class TieredKernel final : public Kernel {
     }
     if (background_) {
       Ref<const TieredKernel> self(this);  // alive until the task is done
-      background_->submit([self, slot] { self->specialize(*slot); });
+      try {
+        background_->submit([self, slot] { self->specialize(*slot); });
+      } catch (...) {  // not queued (out of memory): the generic kernel keeps the bucket
+        stats::count_specialization_failed();
+        slot->owner = generic_;
+        slot->kernel.store(generic_.get(), std::memory_order_release);
+      }
       return *generic_;
     }
     specialize(*slot);
@@ -99,10 +105,10 @@ class TieredKernel final : public Kernel {
   // bucket (counted; the error is the provider's to report when asked
   // directly). Never throws: it may run on a background thread.
   void specialize(Slot& slot) const noexcept {
-    Bucket bucket;
-    for (std::size_t i = 0; i < dims_.size(); ++i)
-      bucket.dims.push_back(bucket::decode(policy_, slot.key[i]));
     try {
+      Bucket bucket;
+      for (std::size_t i = 0; i < dims_.size(); ++i)
+        bucket.dims.push_back(bucket::decode(policy_, slot.key[i]));
       slot.owner = provider_->specialize(prim_, bucket);
     } catch (...) {
       slot.owner = {};

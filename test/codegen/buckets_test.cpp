@@ -17,6 +17,7 @@
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "codegen/kernel_store.hpp"
 #include "nimble/builder.hpp"
 #include "nimble/compile.hpp"
 #include "nimble/interpreter.hpp"
@@ -353,6 +354,14 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   CHECK(s.disk_hits == 3);
   CHECK(s.kernels_compiled == 0);
   CHECK(dir.files().size() == 3);  // no temporary file left behind
+
+  // A directory others can write is not used: its objects would run here.
+  std::filesystem::permissions(dir.str(), std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  s = run_afresh(5);
+  CHECK(s.disk_hits == 0);
+  CHECK(s.kernels_compiled == 3);
+  // Objects are keyed by this build of the library (its GNU build ID).
+  CHECK(codegen::library_build_id().size() >= 16);
 }
 
 // The second process of the next test: run by it (this binary, this test

@@ -1,6 +1,7 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 
 #include <fmt/format.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <tbb/blocked_range.h>
@@ -302,6 +303,12 @@ Ref<Kernel> load_payload(KernelIR& ir, std::string_view payload, const std::stri
     e.dim = r.i32();
     e.text = r.str();
     e.stage = r.str();
+    // fail() indexes the kernel's buffers and their dims with these.
+    if (e.form == ErrorSite::Form::input_dim || e.form == ErrorSite::Form::output_dim) {
+      if (e.buffer < 0 || static_cast<std::size_t>(e.buffer) >= ir.buffers.size() || e.dim < 0 ||
+          static_cast<std::size_t>(e.dim) >= ir.buffers[static_cast<std::size_t>(e.buffer)].tensor.ndim())
+        return {};
+    }
   }
   const std::string_view object = r.rest();
   if (r.failed() || object.empty()) return {};
@@ -353,16 +360,25 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
   const std::string bucket_text = bucket.dims.empty() ? std::string() : bucket.to_string();
   if (!bucket.dims.empty()) specialize(ir, bucket);
   // Everything the object depends on: a stored kernel is used only by the
-  // same nimble, for the same target, primitive and bucket.
+  // same build of nimble (its code that lowers, emits and calls kernels) on
+  // the same LLVM, for the same target, primitive and bucket.
   const std::string identity =
-      fmt::format("nimble {}\ncpu kernel {}\nbucket {}\n{} {}\n", kVersion, jit_target_id(), bucket_text,
+      fmt::format("nimble {} build {}\nllvm {}\ncpu kernel {}\nbucket {}\n{} {}\n", kVersion,
+                  library_build_id(), LLVM_VERSION_STRING, jit_target_id(), bucket_text,
                   prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
   const std::uint64_t key = kernel_key(identity);
   const std::string prefix = fmt::format("nimble_{:016x}", key);
   if (store != nullptr) {
     if (std::optional<std::string> payload = store->load(key, identity)) {
       KernelIR copy = ir;
-      if (Ref<Kernel> kernel = load_payload(copy, *payload, prefix)) {
+      Ref<Kernel> kernel;
+      try {
+        kernel = load_payload(copy, *payload, prefix);
+      } catch (const Error&) {
+        // An object LLVM cannot link: rejected like a corrupt file, and
+        // replaced below.
+      }
+      if (kernel) {
         stats::count_disk_hit(nanoseconds_since(start));
         return kernel;
       }

@@ -30,9 +30,11 @@ class JitProvider final : public KernelProvider {
   static Ref<Kernel> kernel(const PrimitiveInfo& prim, const Bucket& bucket) {
     const std::optional<PrimitiveRule> rule = primitive_rule(prim);
     if (!rule) return {};
+    // A directory others can write is not used: its objects would run here.
     const std::string directory = KernelCache::global().options().disk_cache_dir;
-    const std::optional<KernelStore> store =
-        directory.empty() ? std::nullopt : std::optional<KernelStore>(KernelStore(directory));
+    const std::optional<KernelStore> store = directory.empty() || !trusted_cache_directory(directory)
+                                                 ? std::nullopt
+                                                 : std::optional<KernelStore>(KernelStore(directory));
     try {
       return cpu_kernel(prim, *rule, bucket, store ? &*store : nullptr);
     } catch (Error& e) {
