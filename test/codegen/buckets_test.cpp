@@ -75,6 +75,13 @@ void check_matches(vm::VirtualMachine& machine, const ir::Module& m, const Tenso
   CHECK_THAT(machine.invoke("f", {x}).tensor(), IsCloseTo(expected.tensor(), {.rtol = 1e-6, .atol = 1e-7}));
 }
 
+// A fresh VM of `m` on inputs in two buckets ([=4], [%2 64..127]), checked.
+void run_two_buckets(const ir::Module& m, std::uint64_t seed = 1) {
+  vm::VirtualMachine machine(compile(m));
+  check_matches(machine, m, rows(4, seed));
+  check_matches(machine, m, rows(70, seed));
+}
+
 // (primitive, bucket) of every compilation so far.
 std::multiset<std::pair<std::string, std::string>> compilations() {
   std::multiset<std::pair<std::string, std::string>> all;
@@ -168,10 +175,7 @@ TEST_CASE("buckets: the policy keeps exact small dims, multiples and power-of-tw
 TEST_CASE("buckets: a specialized kernel matches the generic one on its bucket and refuses other shapes",
           "[jit]") {
   te::SymbolTable symbols;
-  const ir::Type ta = f32({ir::Dim("m"), ir::Dim("k")});
-  const ir::Type tb = f32({ir::Dim("k"), ir::Dim("n")});
-  const std::vector<te::Tensor> in{te::placeholder_for(*ta.as<ir::TensorTypeNode>(), "a", symbols),
-                                   te::placeholder_for(*tb.as<ir::TensorTypeNode>(), "b", symbols)};
+  const std::vector<te::Tensor> in = symbolic_matmul_inputs(symbols);
   const std::vector<te::Tensor> out = ops::matmul().compute(in, {});
   const Ref<Kernel> generic = codegen::compile_cpu_kernel("matmul", in, out);
   REQUIRE(generic->dynamic_dims().size() == 3);  // m, k, n: a.dim0, a.dim1, b.dim1
@@ -304,11 +308,7 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   const TempDir dir;
   const ir::Module m = sigmoid_module();
   ScopedCacheOptions scope(options(false, 8, dir.str()));
-  {
-    vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4));
-    check_matches(machine, m, rows(70));
-  }
+  run_two_buckets(m);
   EngineStats s = engine_stats();
   CHECK(s.kernels_compiled == 3);  // generic, [=4], [%2 64..127]
   CHECK(s.disk_misses == 3);
@@ -321,9 +321,7 @@ TEST_CASE("buckets: the disk cache serves a fresh cache, and rejects corrupt, tr
   const auto run_afresh = [&](std::uint64_t seed) {
     KernelCache::global().clear();
     reset_engine_stats();
-    vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4, seed));
-    check_matches(machine, m, rows(70, seed));
+    run_two_buckets(m, seed);
     return engine_stats();
   };
   s = run_afresh(2);
@@ -372,9 +370,7 @@ TEST_CASE("buckets: (child process) a warm start compiles nothing", "[.][jit]") 
   if (dir == nullptr) return;
   const ir::Module m = sigmoid_module();
   ScopedCacheOptions scope(options(false, 8, dir));
-  vm::VirtualMachine machine(compile(m));
-  check_matches(machine, m, rows(4, 5));
-  check_matches(machine, m, rows(70, 5));
+  run_two_buckets(m, 5);
   CHECK(engine_stats().kernels_compiled == 0);
   CHECK(engine_stats().disk_hits == 3);
   CHECK(engine_stats().disk_rejected == 0);
@@ -385,9 +381,7 @@ TEST_CASE("buckets: a second process loads every kernel from the disk cache", "[
   const ir::Module m = sigmoid_module();
   {
     ScopedCacheOptions scope(options(false, 8, dir.str()));
-    vm::VirtualMachine machine(compile(m));
-    check_matches(machine, m, rows(4));
-    check_matches(machine, m, rows(70));
+    run_two_buckets(m);
     CHECK(engine_stats().kernels_compiled == 3);
   }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

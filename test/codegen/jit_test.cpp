@@ -254,10 +254,7 @@ TEST_CASE("jit: kernels are flat loops where they can be, and split across threa
 
 TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis", "[jit]") {
   te::SymbolTable symbols;
-  const ir::Type ta = f32({ir::Dim("m"), ir::Dim("k")});
-  const ir::Type tb = f32({ir::Dim("k"), ir::Dim("n")});
-  const std::vector<te::Tensor> in{te::placeholder_for(*ta.as<ir::TensorTypeNode>(), "a", symbols),
-                                   te::placeholder_for(*tb.as<ir::TensorTypeNode>(), "b", symbols)};
+  const std::vector<te::Tensor> in = symbolic_matmul_inputs(symbols);
   const std::vector<te::Tensor> out = ops::matmul().compute(in, {});
   const std::string ir = codegen::cpu_kernel_ir("matmul", in, out);
   INFO(ir);

@@ -15,6 +15,13 @@
 
 namespace nimble::testing {
 
+std::vector<te::Tensor> symbolic_matmul_inputs(te::SymbolTable& symbols) {
+  const ir::Type a = ir::tensor_type({ir::Dim("m"), ir::Dim("k")}, DType::f32);
+  const ir::Type b = ir::tensor_type({ir::Dim("k"), ir::Dim("n")}, DType::f32);
+  return {te::placeholder_for(*a.as<ir::TensorTypeNode>(), "a", symbols),
+          te::placeholder_for(*b.as<ir::TensorTypeNode>(), "b", symbols)};
+}
+
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -21,6 +21,10 @@ namespace nimble::testing {
 using Ints = std::vector<std::int64_t>;
 using Rng = std::mt19937;
 
+/// The placeholders of a matmul over symbolic dims: a: f32[m, k], b: f32[k, n]
+/// (the JIT's reduction and bucket tests compile its rule).
+[[nodiscard]] std::vector<te::Tensor> symbolic_matmul_inputs(te::SymbolTable& symbols);
+
 /// How random elements are drawn.
 struct Range {
   double lo = -3;

@@ -285,6 +285,8 @@ std::string payload_of(const std::vector<ErrorSite>& errors, std::size_t num_sta
 
 // The kernel a payload holds for `ir`, or null if the payload does not fit
 // it (the store's checksum held, so this is a bug or a foreign writer).
+// Takes `ir` only when it returns a kernel: after null or a throw (an object
+// LLVM cannot link) the caller compiles it.
 Ref<Kernel> load_payload(KernelIR& ir, std::string_view payload, const std::string& prefix) {
   PayloadReader r(payload);
   const std::uint32_t num_stages = r.u32();
@@ -370,10 +372,9 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
   const std::string prefix = fmt::format("nimble_{:016x}", key);
   if (store != nullptr) {
     if (std::optional<std::string> payload = store->load(key, identity)) {
-      KernelIR copy = ir;
       Ref<Kernel> kernel;
       try {
-        kernel = load_payload(copy, *payload, prefix);
+        kernel = load_payload(ir, *payload, prefix);
       } catch (const Error&) {
         // An object LLVM cannot link: rejected like a corrupt file, and
         // replaced below.
