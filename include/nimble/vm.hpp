@@ -3,5 +3,6 @@
 
 #include "nimble/runtime.hpp"
 #include "nimble/runtime/kernel.hpp"
+#include "nimble/vm/artifact.hpp"
 #include "nimble/vm/executable.hpp"
 #include "nimble/vm/virtual_machine.hpp"

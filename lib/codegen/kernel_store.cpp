@@ -25,15 +25,6 @@ constexpr char kMagic[8] = {'N', 'I', 'M', 'B', 'L', 'E', 'K', 'C'};
 constexpr std::uint32_t kFormat = 1;
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;
 
-std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) noexcept {
-  for (char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-constexpr std::uint64_t kFnvBasis = 0xcbf29ce484222325ull;
-
 template <class T>
 void put(std::string& out, T v) {
   char bytes[sizeof(T)];
@@ -50,7 +41,7 @@ T get(std::string_view in, std::size_t at) {
 
 }  // namespace
 
-std::uint64_t kernel_key(std::string_view identity) noexcept { return fnv1a(kFnvBasis, identity); }
+std::uint64_t kernel_key(std::string_view identity) noexcept { return runtime::fnv1a(identity); }
 
 namespace {
 
@@ -131,7 +122,7 @@ std::optional<std::string> KernelStore::load(std::uint64_t key, std::string_view
       kHeaderSize + identity_size + payload_size != content.size())
     return reject();
   const std::string_view body = std::string_view(content).substr(kHeaderSize);
-  if (fnv1a(kFnvBasis, body) != checksum || body.substr(0, identity_size) != identity) return reject();
+  if (runtime::fnv1a(body) != checksum || body.substr(0, identity_size) != identity) return reject();
   return std::string(body.substr(identity_size));
 }
 
@@ -142,7 +133,7 @@ bool KernelStore::save(std::uint64_t key, std::string_view identity, std::string
   put<std::uint64_t>(content, payload.size());
   std::string body(identity);
   body.append(payload);
-  put<std::uint64_t>(content, fnv1a(kFnvBasis, body));
+  put<std::uint64_t>(content, runtime::fnv1a(body));
   content.append(body);
 
   static std::atomic<std::uint64_t> next{0};
@@ -166,35 +157,5 @@ bool KernelStore::save(std::uint64_t key, std::string_view identity, std::string
   std::filesystem::remove(temp, error);
   return false;
 }
-
-void PayloadWriter::u32(std::uint32_t v) { put(out_, v); }
-
-void PayloadWriter::str(std::string_view s) {
-  u32(static_cast<std::uint32_t>(s.size()));
-  out_.append(s);
-}
-
-std::uint32_t PayloadReader::u32() {
-  if (failed_ || in_.size() < 4) {
-    failed_ = true;
-    return 0;
-  }
-  const auto v = get<std::uint32_t>(in_, 0);
-  in_.remove_prefix(4);
-  return v;
-}
-
-std::string PayloadReader::str() {
-  const std::uint32_t n = u32();
-  if (failed_ || in_.size() < n) {
-    failed_ = true;
-    return {};
-  }
-  std::string s(in_.substr(0, n));
-  in_.remove_prefix(n);
-  return s;
-}
-
-std::string_view PayloadReader::rest() { return std::exchange(in_, {}); }
 
 }  // namespace nimble::codegen

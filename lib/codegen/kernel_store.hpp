@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/payload.hpp"
+
 namespace nimble::codegen {
 
 class KernelStore {
@@ -59,33 +61,7 @@ class KernelStore {
 /// from it become code in this process.
 [[nodiscard]] bool trusted_cache_directory(const std::string& directory);
 
-/// Appends and reads back the fields of a payload (little-endian, sizes u32).
-class PayloadWriter {
- public:
-  void u32(std::uint32_t v);
-  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
-  void str(std::string_view s);
-  void bytes(std::string_view s) { out_.append(s); }
-  [[nodiscard]] std::string take() && { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-/// Reads a payload; every read past the end sets failed() and yields zeros.
-class PayloadReader {
- public:
-  explicit PayloadReader(std::string_view in) : in_(in) {}
-  std::uint32_t u32();
-  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
-  std::string str();
-  /// The rest of the payload.
-  std::string_view rest();
-  [[nodiscard]] bool failed() const noexcept { return failed_; }
-
- private:
-  std::string_view in_;
-  bool failed_ = false;
-};
+using runtime::PayloadReader;
+using runtime::PayloadWriter;
 
 }  // namespace nimble::codegen

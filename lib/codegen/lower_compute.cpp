@@ -3,6 +3,8 @@
 // materialized stage (see kernel_ir.hpp).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <unordered_set>
 
 #include "codegen/kernel_ir.hpp"
@@ -160,9 +162,21 @@ class Lowering {
     return it->second;
   }
 
-  // Whether every load of `body` reads a whole buffer of `shape` at `axes`.
+  // Whether `e` reads one of `axes` other than as a load's index (an iota,
+  // a select on the position): then its stage keeps its loop nest.
+  static bool uses_axis(const Expr& e, std::span<const te::Var> axes) {
+    if (e.kind() == ExprKind::load) return false;
+    if (e.kind() == ExprKind::var)
+      return std::any_of(axes.begin(), axes.end(), [&](const te::Var& a) { return e.same_as(a); });
+    bool used = false;
+    te::for_each_child(e, [&](const Expr& child) { used = used || uses_axis(child, axes); });
+    return used;
+  }
+
+  // Whether every load of `body` reads a whole buffer of `shape` at `axes`,
+  // and nothing else reads the axes.
   bool flattenable(const Expr& body, std::span<const te::Var> axes, std::span<const Expr> shape) {
-    if (axes.empty() || body.kind() == ExprKind::reduce) return false;
+    if (axes.empty() || body.kind() == ExprKind::reduce || uses_axis(body, axes)) return false;
     bool ok = true;
     for_each_load(body, [&](const te::LoadNode& l) {
       if (!ok) return;

@@ -26,6 +26,7 @@
 
 #include "ops/compute.hpp"
 #include "ops/ops.hpp"
+#include "runtime/builtin_kernels.hpp"
 #include "ops/reference_util.hpp"
 #include "ops/relation_util.hpp"
 #include "support/check.hpp"
@@ -76,67 +77,10 @@ Type dynamic_update_slice_relation(std::span<const Type> args, const ir::Attrs&)
 
 // --- reference kernels ------------------------------------------------------------------
 
-// Calls f(element) on each element of a List value, first element first,
-// walking it iteratively; returns the count.
-template <class F>
-std::size_t for_each_element(const Value& list, F&& f) {
-  std::size_t count = 0;
-  for (const Value* node = &list;;) {
-    const std::uint32_t tag = node->tag();
-    if (tag == 0 && node->fields().empty()) return count;
-    if (tag != 1 || node->fields().size() != 2)
-      throw_error(ErrorKind::type_error,
-                  "list must be a List value (Nil, or Cons with 2 fields), got constructor {} "
-                  "with {} fields",
-                  tag, node->fields().size());
-    f((*node)[0].tensor(), count++);
-    node = &(*node)[1];
-  }
-}
-
-// Two walks of the list and no heap array: it runs once per inference of a
-// model that collects its steps (and again as its own shape function).
+// The runtime's: an exported model runs the same code without the compiler.
 Value stack_kernel(std::span<const Value> args, const ir::Attrs& attrs) {
   NIMBLE_ASSERT(!args.empty(), "stack: missing argument");
-  const Tensor* first = nullptr;
-  const std::size_t count = for_each_element(args[0], [&](const Tensor& t, std::size_t i) {
-    if (first == nullptr) {
-      first = &t;
-      return;
-    }
-    if (t.dtype() != first->dtype())
-      throw_error(ErrorKind::type_error, "element {} is {} but element 0 is {}", i,
-                  to_string(t.dtype()), to_string(first->dtype()));
-    if (t.shape() != first->shape())
-      throw_error(ErrorKind::invalid_argument, "element {} has shape {} but element 0 has {}", i,
-                  nimble::to_string(t.shape()), nimble::to_string(first->shape()));
-  });
-  if (first == nullptr)
-    throw_error(ErrorKind::invalid_argument,
-                "cannot stack an empty list: the element shape is unknown");
-  const std::size_t axis = normalize_axis(int_attr(stack(), attrs, "axis"), first->rank() + 1);
-  std::array<std::int64_t, nimble::Shape::kInlineRank + 1> inline_dims{};
-  std::vector<std::int64_t> heap_dims;
-  std::span<std::int64_t> dims(inline_dims.data(), first->rank() + 1);
-  if (first->rank() + 1 > inline_dims.size()) {
-    heap_dims.resize(first->rank() + 1);
-    dims = heap_dims;
-  }
-  for (std::size_t d = 0, k = 0; d < dims.size(); ++d)
-    dims[d] = d == axis ? static_cast<std::int64_t>(count) : first->shape()[k++];
-  Tensor out = ref::fresh(nimble::Shape(std::span<const std::int64_t>(dims)), first->dtype());
-  if (out.numel() == 0) return out;
-  // Element e's block b (of `inner` elements) goes to (b * count + e) * inner.
-  const ref::AxisSplit s = ref::split_at(out.shape(), axis);
-  const std::size_t block = static_cast<std::size_t>(s.inner) * dtype_size(first->dtype());
-  auto* o = static_cast<std::byte*>(out.raw_data());
-  for_each_element(args[0], [&](const Tensor& t, std::size_t e) {
-    const auto* in = static_cast<const std::byte*>(t.raw_data());
-    for (std::int64_t b = 0; b < s.outer; ++b)
-      std::memcpy(o + (static_cast<std::size_t>(b) * count + e) * block,
-                  in + static_cast<std::size_t>(b) * block, block);
-  });
-  return out;
+  return runtime::stack_list(args[0], int_attr(stack(), attrs, "axis"));
 }
 
 Value dynamic_update_slice_kernel(std::span<const Value> args, const ir::Attrs&) {

@@ -180,6 +180,12 @@ KernelCacheOptions KernelCache::options() const { return impl_->current_options(
 
 void KernelCache::wait_for_background() { BackgroundCompiler::process().wait(); }
 
+std::vector<Bucket> KernelCache::specialized_buckets(const PrimitiveInfo& prim) const {
+  decltype(impl_->kernels)::const_accessor found;
+  if (!impl_->kernels.find(found, prim.hash)) return {};
+  return found->second->specialized_buckets();
+}
+
 KernelCache::Stats KernelCache::stats() const {
   return {impl_->hits.load(), impl_->misses.load(), impl_->kernels.size(), BackgroundCompiler::process().pending()};
 }

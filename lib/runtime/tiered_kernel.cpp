@@ -49,6 +49,17 @@ class TieredKernel final : public Kernel {
 
   std::span<const DynamicDim> dynamic_dims() const noexcept override { return dims_; }
 
+  std::vector<Bucket> specialized_buckets() const override {
+    std::vector<Bucket> buckets;
+    const std::uint32_t n = count_.load(std::memory_order_acquire);
+    for (std::uint32_t s = 0; s < n; ++s) {
+      const Kernel* k = slots_[s].kernel.load(std::memory_order_acquire);
+      if (k == nullptr || k == generic_.get()) continue;  // compiling, or failed
+      buckets.push_back(bucket_of(slots_[s].key));
+    }
+    return buckets;
+  }
+
  private:
   struct Slot {
     BucketKey key{};
@@ -106,10 +117,7 @@ class TieredKernel final : public Kernel {
   // directly). Never throws: it may run on a background thread.
   void specialize(Slot& slot) const noexcept {
     try {
-      Bucket bucket;
-      for (std::size_t i = 0; i < dims_.size(); ++i)
-        bucket.dims.push_back(bucket::decode(policy_, slot.key[i]));
-      slot.owner = provider_->specialize(prim_, bucket);
+      slot.owner = provider_->specialize(prim_, bucket_of(slot.key));
     } catch (...) {
       slot.owner = {};
     }
@@ -118,6 +126,12 @@ class TieredKernel final : public Kernel {
       slot.owner = generic_;
     }
     slot.kernel.store(slot.owner.get(), std::memory_order_release);
+  }
+
+  Bucket bucket_of(const BucketKey& key) const {
+    Bucket bucket;
+    for (std::size_t i = 0; i < dims_.size(); ++i) bucket.dims.push_back(bucket::decode(policy_, key[i]));
+    return bucket;
   }
 
   PrimitiveInfo prim_;

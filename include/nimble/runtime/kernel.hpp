@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nimble/runtime/bucket.hpp"
 #include "nimble/runtime/tensor.hpp"
@@ -49,6 +50,9 @@ class Kernel : public RefCounted {
   /// bucket's order (a generic kernel's shape symbols, each at the input dim
   /// that gives its value). Empty (the default): nothing to specialize.
   [[nodiscard]] virtual std::span<const DynamicDim> dynamic_dims() const noexcept { return {}; }
+  /// The buckets this kernel has specialized kernels for so far (a kernel
+  /// the KernelCache tiers); empty by default.
+  [[nodiscard]] virtual std::vector<Bucket> specialized_buckets() const { return {}; }
 };
 
 /// What a primitive computes: its result, or the shapes of its result.
@@ -132,6 +136,9 @@ class KernelCache {
   [[nodiscard]] KernelCacheOptions options() const;
   /// Blocks until no specialized kernel is compiling in the background.
   void wait_for_background();
+  /// The buckets the cached kernel of `prim` has specialized kernels for
+  /// (what an export includes by default); empty if it is not cached.
+  [[nodiscard]] std::vector<Bucket> specialized_buckets(const PrimitiveInfo& prim) const;
 
   struct Stats {
     std::uint64_t hits = 0;     ///< get() found the primitive's kernel

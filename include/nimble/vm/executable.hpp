@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,11 @@ class Executable {
   [[nodiscard]] std::string disassemble() const;
   /// The names of the functions the host may invoke.
   [[nodiscard]] std::vector<std::string> entry_points() const;
+  /// The tag of constructor `constructor` of ADT `adt` (for Value::adt: a
+  /// host that has no ir::Module, running a loaded artifact, builds its
+  /// List and Tree arguments so). Throws Error(invalid_argument) if the
+  /// executable has no such constructor.
+  [[nodiscard]] std::uint32_t constructor_tag(std::string_view adt, std::string_view constructor) const;
 
   /// For the VM and the compiler: wraps verified data.
   explicit Executable(std::shared_ptr<const ExecutableData> data);

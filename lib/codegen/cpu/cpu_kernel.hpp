@@ -7,10 +7,12 @@
 #include "nimble/runtime/kernel.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "ops/compute.hpp"
+#include "runtime/native_kernel.hpp"
 
 namespace nimble::codegen {
 
 class KernelStore;
+struct KernelIR;
 
 /// Compiles the rule whose placeholders are `inputs` and whose results are
 /// `outputs` to a Kernel that takes one tensor per input and writes one per
@@ -32,6 +34,10 @@ class KernelStore;
 /// compilation — else compiled and stored there.
 [[nodiscard]] Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
                                      const Bucket& bucket, const KernelStore* store);
+
+/// What the runtime needs of `kernel` to call its code (emitted with `errors`).
+[[nodiscard]] runtime::NativeKernelDesc describe_native_kernel(const KernelIR& kernel,
+                                                               std::vector<runtime::ErrorSite> errors);
 
 /// The kernel IR of that rule as text (for tests and debugging).
 [[nodiscard]] std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> inputs,

@@ -14,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <fmt/format.h>
 
@@ -69,26 +70,20 @@ class HostJit {
   }
 
   std::string compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
-    const std::string name = module->getModuleIdentifier();
-    module->setDataLayout(jit_->getDataLayout());
-    module->setTargetTriple(jit_->getTargetTriple().str());
-    for (llvm::Function& f : *module) {
-      f.addFnAttr("target-cpu", cpu_);
-      f.addFnAttr("target-features", features_);
-    }
-    std::string problems;
-    llvm::raw_string_ostream os(problems);
-    if (llvm::verifyModule(*module, &os))
-      throw_error(ErrorKind::runtime_error, "JIT: the kernel {} is invalid LLVM IR: {}", name, problems);
-    dump(*module, name + ".in");
-    optimize(*module);
-    dump(*module, name);
-    auto object = take(llvm::orc::SimpleCompiler(thread_machine())(*module), "compiling " + name);
-    std::string bytes(object->getBufferStart(), object->getBufferSize());
-    module.reset();
-    context.reset();
-    return bytes;
+    return compile_with(thread_machine(), cpu_, features_, std::move(context), std::move(module));
   }
+
+  std::string compile_pic(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                          const ObjectTarget& target) {
+    llvm::orc::JITTargetMachineBuilder builder = machine_builder_;
+    builder.setCPU(target.cpu);
+    builder.getFeatures() = llvm::SubtargetFeatures(target.features);
+    builder.setRelocationModel(llvm::Reloc::PIC_);
+    const auto machine = take(builder.createTargetMachine(), "creating a target machine for " + target.cpu);
+    return compile_with(*machine, target.cpu, target.features, std::move(context), std::move(module));
+  }
+
+  ObjectTarget object_target() const { return {cpu_, features_}; }
 
   std::unique_ptr<JitCode> link(std::string_view name, std::string_view object,
                                 std::span<const std::string> symbols) {
@@ -129,6 +124,29 @@ class HostJit {
     std::vector<void*> addresses_;
   };
 
+  std::string compile_with(llvm::TargetMachine& machine, const std::string& cpu, const std::string& features,
+                           std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
+    const std::string name = module->getModuleIdentifier();
+    module->setDataLayout(machine.createDataLayout());
+    module->setTargetTriple(machine.getTargetTriple().str());
+    for (llvm::Function& f : *module) {
+      f.addFnAttr("target-cpu", cpu);
+      f.addFnAttr("target-features", features);
+    }
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyModule(*module, &os))
+      throw_error(ErrorKind::runtime_error, "JIT: the kernel {} is invalid LLVM IR: {}", name, problems);
+    dump(*module, name + ".in");
+    optimize(*module, machine);
+    dump(*module, name);
+    auto object = take(llvm::orc::SimpleCompiler(machine)(*module), "compiling " + name);
+    std::string bytes(object->getBufferStart(), object->getBufferSize());
+    module.reset();
+    context.reset();
+    return bytes;
+  }
+
   // The calling thread's TargetMachine, made on its first compilation. A
   // TargetMachine is not thread-safe, and making one (with its subtarget:
   // parsing the host's feature string) costs ~2 ms, a fifth of a small
@@ -153,12 +171,12 @@ class HostJit {
       "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop-vectorize,"
       "loop-simplify,instcombine<no-verify-fixpoint>,simplifycfg)";
 
-  void optimize(llvm::Module& module) {
+  void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(&thread_machine());
+    llvm::PassBuilder pb(&machine);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
@@ -212,6 +230,13 @@ std::unique_ptr<JitCode> jit_link(std::string_view name, std::string_view object
 }
 
 const std::string& jit_target_id() { return host_jit().target_id(); }
+
+ObjectTarget jit_object_target() { return host_jit().object_target(); }
+
+std::string compile_to_pic_object(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                                  const ObjectTarget& target) {
+  return host_jit().compile_pic(std::move(context), std::move(module), target);
+}
 
 std::string unique_symbol_prefix() {
   static std::atomic<std::uint64_t> next{0};

@@ -35,6 +35,21 @@ class JitCode {
 [[nodiscard]] std::string compile_to_object(std::unique_ptr<llvm::LLVMContext> context,
                                             std::unique_ptr<llvm::Module> module);
 
+/// A CPU that objects are compiled for ahead of time.
+struct ObjectTarget {
+  std::string cpu;       ///< an LLVM CPU name: the host's, "x86-64-v3", "x86-64"
+  std::string features;  ///< an LLVM feature string ("+avx2,+fma,-avx512f"); may be empty
+};
+
+/// What the JIT itself compiles for: the host's CPU and features.
+[[nodiscard]] ObjectTarget jit_object_target();
+
+/// compile_to_object for `target` instead of the host, as position-
+/// independent code for a shared object. Throws Error(runtime_error) if
+/// LLVM does not know the CPU or fails.
+[[nodiscard]] std::string compile_to_pic_object(std::unique_ptr<llvm::LLVMContext> context,
+                                                std::unique_ptr<llvm::Module> module, const ObjectTarget& target);
+
 /// Links `object` (from compile_to_object, in this process or an earlier
 /// one) into the JIT, in a JITDylib of its own, and returns the addresses
 /// of `symbols`. Throws Error(runtime_error) naming `name` if it fails.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codegen/kernel_ir.hpp"
+#include "runtime/native_kernel.hpp"
 
 namespace llvm {
 class LLVMContext;
@@ -30,22 +31,7 @@ class Module;
 
 namespace nimble::codegen {
 
-/// What a failure code means; the caller formats the message (it has the
-/// tensors at hand for the shapes).
-struct ErrorSite {
-  enum class Form : std::uint8_t {
-    message,     ///< `text` as it is
-    input_dim,   ///< input `buffer` dim `dim` != info[0] (`text`: the expected expression)
-    output_dim,  ///< output `buffer` dim `dim` != info[0]
-    index,       ///< info[0] out of [0, info[1]) at axis `dim` of `text` (`stage`)
-  };
-  Form form = Form::message;
-  ErrorKind kind = ErrorKind::runtime_error;
-  std::string text;
-  std::string stage;
-  int buffer = -1;
-  int dim = -1;
-};
+using runtime::ErrorSite;
 
 struct EmittedKernel {
   std::unique_ptr<llvm::Module> module;

@@ -1,0 +1,22 @@
+# Fails if BINARY (a program linked against nimble::runtime only) or the
+# runtime library it loads needs LLVM: a NEEDED entry, or an undefined or
+# defined symbol of LLVM's. Run with -DBINARY=<path> -DLIBRARY=<path>.
+foreach(file IN ITEMS "${BINARY}" "${LIBRARY}")
+  execute_process(COMMAND readelf -d "${file}" OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${file} failed")
+  endif()
+  string(REGEX MATCHALL "Shared library: \\[[^]]*\\]" needed "${dynamic}")
+  message(STATUS "${file}: ${needed}")
+  if(needed MATCHES "[Ll][Ll][Vv][Mm]")
+    message(FATAL_ERROR "${file} needs LLVM: ${needed}")
+  endif()
+  execute_process(COMMAND nm -D -C "${file}" OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm -D ${file} failed")
+  endif()
+  if(symbols MATCHES "llvm::")
+    string(REGEX MATCH "[^\n]*llvm::[^\n]*" first "${symbols}")
+    message(FATAL_ERROR "${file} has an LLVM symbol: ${first}")
+  endif()
+endforeach()
