@@ -3,10 +3,12 @@
 // provider alone; corrupt, truncated, foreign and mismatched artifacts are
 // refused with a clear Error; one artifact serves VMs on several threads.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "nimble/vm/virtual_machine.hpp"
 #include "runtime/artifact_format.hpp"
 #include "runtime/cpu_features.hpp"
+#include "support/random_program.hpp"
 #include "support/same_value.hpp"
 
 using namespace nimble;
@@ -370,4 +373,57 @@ TEST_CASE("One artifact serves VMs on several threads", "[aot]") {
   for (std::thread& t : threads) t.join();
   CHECK(mismatches == std::vector<int>(kThreads, 0));
   CHECK(errors == std::vector<std::string>(kThreads));
+}
+
+TEST_CASE("Random programs run from their export exactly as under the JIT", "[aot]") {
+  const ScratchDir dir;
+  int exported = 0, declined = 0, runs = 0;
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    const testing::RandomProgram p = testing::random_program(seed);
+    INFO("seed " << seed << ":\n" << p.text);
+    const vm::Executable exe = compile(ir::parse(p.text, "random.nir"));
+    // What the JIT (and, for shape functions and opaque ops, the reference
+    // kernels) computes, before this export is loaded.
+    vm::VirtualMachine jit(exe);
+    std::vector<std::optional<Value>> expected;
+    std::vector<std::optional<ErrorKind>> expected_error;
+    for (const std::vector<Value>* args : {&p.args, &p.other_args}) {
+      try {
+        expected.emplace_back(jit.invoke(p.entry, *args));
+        expected_error.emplace_back();
+      } catch (const Error& e) {
+        expected.emplace_back();
+        expected_error.emplace_back(e.kind());
+      }
+    }
+    const std::string path = dir.file(fmt::format("random{}.nimble", seed));
+    try {
+      (void)export_executable(exe, path);
+    } catch (const Error& e) {
+      // An opaque op without a built-in kernel (nonzero, unique, ...).
+      CHECK(e.kind() == ErrorKind::not_supported);
+      ++declined;
+      continue;
+    }
+    ++exported;
+    vm::VirtualMachine aot = aot_machine(load_artifact(path));
+    std::size_t k = 0;
+    for (const std::vector<Value>* args : {&p.args, &p.other_args}) {
+      INFO((k == 0 ? "inputs that fit the program" : "inputs with redrawn extents"));
+      ++runs;
+      try {
+        const Value got = aot.invoke(p.entry, *args);
+        REQUIRE(expected[k].has_value());
+        CHECK(testing::same_value(got, *expected[k]));
+      } catch (const Error& e) {
+        INFO("the export raised: " << e.what());
+        REQUIRE(expected_error[k].has_value());
+        CHECK(e.kind() == *expected_error[k]);
+      }
+      ++k;
+    }
+  }
+  WARN(exported << " random programs exported and run " << runs << " times; " << declined
+                << " declined (an opaque op)");
+  CHECK(exported >= 40);
 }
