@@ -41,12 +41,12 @@ runtime::NativeKernelDesc describe_native_kernel(const KernelIR& ir, std::vector
 
 namespace {
 
-// A kernel running `code`, linked by the JIT.
-Ref<Kernel> jit_kernel(const KernelIR& ir, std::vector<ErrorSite> errors, std::unique_ptr<JitCode> code) {
+// A kernel described by `desc` running `code`, linked by the JIT.
+Ref<Kernel> jit_kernel(runtime::NativeKernelDesc desc, std::unique_ptr<JitCode> code) {
   const std::vector<void*>& at = code->addresses();
   runtime::NativeCode native{at[0], std::vector<void*>(at.begin() + 1, at.end()), {}};
   native.owner = std::shared_ptr<const JitCode>(std::move(code));
-  return runtime::make_native_kernel(describe_native_kernel(ir, std::move(errors)), std::move(native));
+  return runtime::make_native_kernel(std::move(desc), std::move(native));
 }
 
 // The symbols of a kernel emitted with `prefix` (kernel_emitter.hpp).
@@ -54,56 +54,24 @@ std::vector<std::string> symbols_of(const std::string& prefix, std::size_t num_s
   return runtime::native_symbols(prefix, static_cast<std::uint32_t>(num_stages));
 }
 
-// A stored kernel's payload: its error table, then its object file.
-std::string payload_of(const std::vector<ErrorSite>& errors, std::size_t num_stages, std::string_view object) {
+// A stored kernel's payload: its description, then its object file.
+std::string payload_of(const runtime::NativeKernelDesc& desc, std::string_view object) {
   PayloadWriter w;
-  w.u32(static_cast<std::uint32_t>(num_stages));
-  w.u32(static_cast<std::uint32_t>(errors.size()));
-  for (const ErrorSite& e : errors) {
-    w.u32(static_cast<std::uint32_t>(e.form));
-    w.u32(static_cast<std::uint32_t>(e.kind));
-    w.i32(e.buffer);
-    w.i32(e.dim);
-    w.str(e.text);
-    w.str(e.stage);
-  }
+  runtime::write_desc(w, desc);
   w.bytes(object);
   return std::move(w).take();
 }
 
-// The kernel a payload holds for `ir`, or null if the payload does not fit
-// it (the store's checksum held, so this is a bug or a foreign writer).
-// Takes `ir` only when it returns a kernel: after null or a throw (an object
-// LLVM cannot link) the caller compiles it.
-Ref<Kernel> load_payload(KernelIR& ir, std::string_view payload, const std::string& prefix) {
+// The kernel a payload holds, or null if it is malformed or does not fit
+// `bucket` (the store's checksum held, so this is a bug or a foreign
+// writer); throws if LLVM cannot link its object. A hit needs no lowering.
+Ref<Kernel> load_payload(std::string_view payload, const std::string& prefix, const Bucket& bucket) {
   PayloadReader r(payload);
-  const std::uint32_t num_stages = r.u32();
-  const std::uint32_t num_errors = r.u32();
-  if (r.failed() || num_stages != ir.stages.size() || num_errors > payload.size()) return {};
-  std::vector<ErrorSite> errors(num_errors);
-  for (ErrorSite& e : errors) {
-    const std::uint32_t form = r.u32();
-    const std::uint32_t kind = r.u32();
-    if (form > static_cast<std::uint32_t>(ErrorSite::Form::index) ||
-        kind > static_cast<std::uint32_t>(ErrorKind::runtime_error))
-      return {};
-    e.form = static_cast<ErrorSite::Form>(form);
-    e.kind = static_cast<ErrorKind>(kind);
-    e.buffer = r.i32();
-    e.dim = r.i32();
-    e.text = r.str();
-    e.stage = r.str();
-    // fail() indexes the kernel's buffers and their dims with these.
-    if (e.form == ErrorSite::Form::input_dim || e.form == ErrorSite::Form::output_dim) {
-      if (e.buffer < 0 || static_cast<std::size_t>(e.buffer) >= ir.buffers.size() || e.dim < 0 ||
-          static_cast<std::size_t>(e.dim) >= ir.buffers[static_cast<std::size_t>(e.buffer)].tensor.ndim())
-        return {};
-    }
-  }
+  std::optional<runtime::NativeKernelDesc> desc = runtime::read_desc(r);
   const std::string_view object = r.rest();
-  if (r.failed() || object.empty()) return {};
-  std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, num_stages));
-  return jit_kernel(ir, std::move(errors), std::move(code));
+  if (!desc || object.empty() || (!bucket.dims.empty() && desc->bindings.size() != bucket.dims.size()))
+    return {};
+  return jit_kernel(std::move(*desc), jit_link(prefix, object, symbols_of(prefix, desc->num_stages)));
 }
 
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
@@ -113,17 +81,17 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
 
 // Compiles `ir` with symbols named from `prefix`; stores it under `key` when
 // `store` is set.
-Ref<Kernel> compile(KernelIR ir, const std::string& prefix, std::string_view bucket,
+Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_view bucket,
                     std::chrono::steady_clock::time_point start, const KernelStore* store,
                     std::uint64_t key, std::string_view identity) {
   auto context = std::make_unique<llvm::LLVMContext>();
   EmittedKernel emitted = emit_cpu_kernel(ir, *context, prefix);
   const std::string object = compile_to_object(std::move(context), std::move(emitted.module));
   std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, ir.stages.size()));
-  if (store != nullptr) (void)store->save(key, identity, payload_of(emitted.errors, ir.stages.size(), object));
-  std::string name = ir.name;
-  Ref<Kernel> kernel = jit_kernel(ir, std::move(emitted.errors), std::move(code));
-  stats::count_kernel_compiled(name, bucket, nanoseconds_since(start));
+  runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(emitted.errors));
+  if (store != nullptr) (void)store->save(key, identity, payload_of(desc, object));
+  Ref<Kernel> kernel = jit_kernel(std::move(desc), std::move(code));
+  stats::count_kernel_compiled(ir.name, bucket, nanoseconds_since(start));
   return kernel;
 }
 
@@ -146,9 +114,7 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
                        const KernelStore* store) {
   const auto start = std::chrono::steady_clock::now();
-  KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   const std::string bucket_text = bucket.dims.empty() ? std::string() : bucket.to_string();
-  if (!bucket.dims.empty()) specialize(ir, bucket);
   // Everything the object depends on: a stored kernel is used only by the
   // same build of nimble (its code that lowers, emits and calls kernels) on
   // the same LLVM, for the same target, primitive and bucket.
@@ -162,7 +128,7 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
     if (std::optional<std::string> payload = store->load(key, identity)) {
       Ref<Kernel> kernel;
       try {
-        kernel = load_payload(ir, *payload, prefix);
+        kernel = load_payload(*payload, prefix, bucket);
       } catch (const Error&) {
         // An object LLVM cannot link: rejected like a corrupt file, and
         // replaced below.
@@ -174,6 +140,8 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
       stats::count_disk_rejected();
     }
   }
+  KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
+  if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), prefix, bucket_text, start, store, key, identity);
 }
 
