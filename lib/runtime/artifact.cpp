@@ -51,11 +51,11 @@ class AotProvider final : public KernelProvider {
     return {};  // not exported: the generic kernel serves the bucket
   }
 
-  // Adds an artifact's kernels; a primitive already served (the same source,
-  // so the same computation) keeps its kernels.
+  // Adds an artifact's kernels; a primitive an earlier artifact had (the
+  // same source, so the same computation) takes the newer kernels.
   void add(std::unordered_map<std::uint64_t, AotEntry> entries) {
     std::lock_guard lock(mutex_);
-    for (auto& [hash, entry] : entries) entries_.try_emplace(hash, std::move(entry));
+    for (auto& [hash, entry] : entries) entries_.insert_or_assign(hash, std::move(entry));
   }
 
  private:
@@ -64,11 +64,13 @@ class AotProvider final : public KernelProvider {
 };
 
 AotProvider& aot_provider() {
-  // Registered once; the KernelCache shares its ownership (priority 100:
-  // before the JIT, whose kernels for the same primitive are the same).
+  // Registered once; the KernelCache shares its ownership. Priority -50:
+  // where the runtime runs alone it is the only provider; in a process that
+  // also has the compiler, the JIT serves first (and the reference kernels
+  // after the artifacts), unless a VM asks for "aot".
   static const std::shared_ptr<AotProvider> provider = [] {
     auto p = std::make_shared<AotProvider>();
-    KernelCache::global().add_provider(p, 100);
+    KernelCache::global().add_provider(p, -50);
     return p;
   }();
   return *provider;

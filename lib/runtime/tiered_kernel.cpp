@@ -112,19 +112,18 @@ class TieredKernel final : public Kernel {
     return *slot->kernel.load(std::memory_order_acquire);
   }
 
-  // Compiles the slot's kernel; on failure the generic kernel serves its
-  // bucket (counted; the error is the provider's to report when asked
+  // Compiles the slot's kernel. The generic kernel serves its bucket if the
+  // provider has none for it (an artifact exported without that bucket) or
+  // fails (counted; the error is the provider's to report when asked
   // directly). Never throws: it may run on a background thread.
   void specialize(Slot& slot) const noexcept {
     try {
       slot.owner = provider_->specialize(prim_, bucket_of(slot.key));
     } catch (...) {
+      stats::count_specialization_failed();
       slot.owner = {};
     }
-    if (!slot.owner) {
-      stats::count_specialization_failed();
-      slot.owner = generic_;
-    }
+    if (!slot.owner) slot.owner = generic_;
     slot.kernel.store(slot.owner.get(), std::memory_order_release);
   }
 

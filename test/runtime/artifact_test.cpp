@@ -26,6 +26,7 @@
 #include "runtime/cpu_features.hpp"
 #include "support/random_program.hpp"
 #include "support/same_value.hpp"
+#include "vm/executable_data.hpp"
 
 using namespace nimble;
 using Catch::Matchers::Contains;
@@ -114,6 +115,15 @@ std::vector<Value> tree_args(const vm::Executable& exe, std::int64_t leaves) {
   return args;
 }
 
+// load_artifact, and the kernel cache emptied: the calls after it take the
+// kernels of this artifact, not those cached from an earlier one with the
+// same primitives.
+vm::Executable load(const std::string& path, ArtifactInfo* info = nullptr) {
+  vm::Executable exe = load_artifact(path, info);
+  KernelCache::global().clear();
+  return exe;
+}
+
 // A VM that takes every kernel from the loaded artifacts.
 vm::VirtualMachine aot_machine(const vm::Executable& exe) {
   vm::VirtualMachine machine(exe);
@@ -152,7 +162,7 @@ TEST_CASE("An exported model computes exactly what the JIT-run one does", "[aot]
     CHECK(report.builtins == 0);
 
     ArtifactInfo info;
-    const vm::Executable loaded = load_artifact(dir.file("f.nimble"), &info);
+    const vm::Executable loaded = load(dir.file("f.nimble"), &info);
     CHECK(info.cpu_target == "host");
     CHECK(info.kernels == report.kernels);
     CHECK(info.file_bytes == report.bytes);
@@ -177,8 +187,8 @@ TEST_CASE("An exported model computes exactly what the JIT-run one does", "[aot]
     CHECK(r1.builtins == 2);  // stack and its shape function
     (void)export_executable(tree, dir.file("w2.nimble"));
 
-    const vm::Executable lstm_loaded = load_artifact(dir.file("w1.nimble"));
-    const vm::Executable tree_loaded = load_artifact(dir.file("w2.nimble"));
+    const vm::Executable lstm_loaded = load(dir.file("w1.nimble"));
+    const vm::Executable tree_loaded = load(dir.file("w2.nimble"));
     vm::VirtualMachine lstm_aot = aot_machine(lstm_loaded), tree_aot = aot_machine(tree_loaded);
     CHECK(testing::same_value(lstm_aot.invoke("lstm", lstm_args(3)), lstm3));
     CHECK(testing::same_value(tree_aot.invoke("tree_lstm", tree_args(tree_loaded, 8)), tree8));
@@ -203,7 +213,7 @@ TEST_CASE("An exported model computes exactly what the JIT-run one does", "[aot]
     )");
     const vm::Executable exe = compile(m);
     (void)export_executable(exe, dir.file("text.nimble"));
-    const vm::Executable loaded = load_artifact(dir.file("text.nimble"));
+    const vm::Executable loaded = load(dir.file("text.nimble"));
     vm::VirtualMachine jit(exe);
     vm::VirtualMachine aot = aot_machine(loaded);
     for (std::int64_t rows : {0, 1, 3, 20}) {
@@ -227,7 +237,7 @@ TEST_CASE("An exported model computes exactly what the JIT-run one does", "[aot]
     options.cpu_targets = {"x86-64"};
     (void)export_executable(exe, dir.file("portable.nimble"), options);
     ArtifactInfo info;
-    vm::VirtualMachine aot = aot_machine(load_artifact(dir.file("portable.nimble"), &info));
+    vm::VirtualMachine aot = aot_machine(load(dir.file("portable.nimble"), &info));
     CHECK(info.cpu_target == "x86-64");
     vm::VirtualMachine jit(exe);
     for (std::int64_t n : {1, 17, 300}) {
@@ -242,6 +252,30 @@ TEST_CASE("Declared buckets are exported, and bad export options are refused", "
   const vm::Executable exe = compile(concat_module());
   ExportOptions options;
   options.seen_buckets = false;
+  SECTION("a declared bucket, and a call outside every exported bucket") {
+    std::string prim;
+    for (const PrimitiveInfo& p : exe.data().primitives)
+      if (p.kind == PrimitiveKind::compute && p.name.find("concatenate") != std::string::npos) prim = p.name;
+    REQUIRE_FALSE(prim.empty());
+    options.buckets = {{prim, Bucket{{DimBucket{.exact = 3}, DimBucket{.exact = 5}}}}};
+    const ExportReport report = export_executable(exe, dir.file("declared.nimble"), options);
+    CHECK(report.specialized == 1);
+    ArtifactInfo info;
+    vm::VirtualMachine aot = aot_machine(load(dir.file("declared.nimble"), &info));
+    CHECK(info.specialized == 1);
+    const SynchronousBuckets sync;
+    const std::uint64_t failed = engine_stats().specializations_failed;
+    vm::VirtualMachine jit(exe);
+    for (const auto& [n, m] : {std::pair{3, 5}, std::pair{4, 6}, std::pair{300, 1}}) {
+      const std::vector<Value> args{ramp(n, 0.1f), ramp(m, 0.1f)};
+      CHECK(testing::same_value(aot.invoke("f", args), jit.invoke("f", args)));
+    }
+    CHECK(engine_stats().specializations_failed == failed);  // no kernel for a bucket is not a failure
+  }
+  SECTION("a bucket that does not fit the primitive") {
+    options.buckets = {{exe.data().primitives[0].name, Bucket{{DimBucket{}, DimBucket{}, DimBucket{}, DimBucket{}}}}};
+    CHECK_THROWS_WITH(export_executable(exe, dir.file("x.nimble"), options), Contains("bucket"));
+  }
   SECTION("unknown CPU target") {
     options.cpu_targets = {"pentium"};
     CHECK_THROWS_WITH(export_executable(exe, dir.file("x.nimble"), options), Contains("unknown CPU target \"pentium\""));
@@ -278,7 +312,7 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
     }
   };
   SECTION("a missing file") {
-    CHECK_THROWS_WITH(load_artifact(dir.file("none.nimble")), Contains("cannot read artifact"));
+    CHECK_THROWS_WITH(load(dir.file("none.nimble")), Contains("cannot read artifact"));
   }
   SECTION("not an artifact") { refused("hello", ErrorKind::parse_error, "not a nimble artifact"); }
   SECTION("truncated, anywhere") {
@@ -334,7 +368,7 @@ TEST_CASE("The first variant this CPU can run is chosen", "[aot]") {
   contents.variants[0].required_features.push_back("nimble-test-feature");  // a CPU this one is not
   write_bytes(dir.file("fallback.nimble"), runtime::artifact::write(contents));
   ArtifactInfo info;
-  vm::VirtualMachine aot = aot_machine(load_artifact(dir.file("fallback.nimble"), &info));
+  vm::VirtualMachine aot = aot_machine(load(dir.file("fallback.nimble"), &info));
   CHECK(info.cpu_target == "x86-64");
   vm::VirtualMachine jit(compile(concat_module()));
   const std::vector<Value> args{ramp(20, 0.1f), ramp(3, 0.1f)};
@@ -354,7 +388,7 @@ TEST_CASE("One artifact serves VMs on several threads", "[aot]") {
   for (int t = 0; t < kThreads; ++t)
     for (std::int64_t i = 0; i < kCalls; ++i) expected[static_cast<std::size_t>(t)].push_back(jit.invoke("f", args_of(i, t)));
   (void)export_executable(exe, dir.file("f.nimble"));
-  const vm::Executable loaded = load_artifact(dir.file("f.nimble"));
+  const vm::Executable loaded = load(dir.file("f.nimble"));
   std::vector<std::thread> threads;
   std::vector<int> mismatches(kThreads, 0);
   std::vector<std::string> errors(kThreads);
@@ -406,7 +440,7 @@ TEST_CASE("Random programs run from their export exactly as under the JIT", "[ao
       continue;
     }
     ++exported;
-    vm::VirtualMachine aot = aot_machine(load_artifact(path));
+    vm::VirtualMachine aot = aot_machine(load(path));
     std::size_t k = 0;
     for (const std::vector<Value>* args : {&p.args, &p.other_args}) {
       INFO((k == 0 ? "inputs that fit the program" : "inputs with redrawn extents"));

@@ -28,7 +28,7 @@ struct EngineStats {
   std::uint64_t disk_rejected = 0;  ///< entries found corrupt, truncated or foreign (rebuilt)
   double disk_load_ms = 0;          ///< wall-clock milliseconds loading kernels from disk
   std::uint64_t specializations_pending = 0;  ///< compiling in the background now
-  std::uint64_t specializations_failed = 0;   ///< the generic kernel serves their bucket
+  std::uint64_t specializations_failed = 0;   ///< threw: the generic kernel serves their bucket
   /// Calls in a new bucket of a primitive that had its limit of specialized
   /// kernels (BucketPolicy::max_specialized_per_function): the generic served.
   std::uint64_t buckets_over_limit = 0;

@@ -25,7 +25,12 @@ struct ArtifactInfo {
 /// checked is what runs) and hands its kernels to the process's KernelCache
 /// through the "aot" provider — a call in a bucket it has no specialized
 /// kernel for uses the generic one. Returns the Executable, for any number of
-/// VirtualMachines on any threads. Throws Error(parse_error) for a corrupt,
+/// VirtualMachines on any threads. The provider keeps the kernels of every
+/// artifact loaded (a primitive in two takes the later one's); kernels the
+/// cache already holds for the same primitives stay in use until
+/// KernelCache::clear(). Where the compiler library is linked too, its JIT
+/// serves before the artifacts unless a VM asks for "aot"
+/// (VirtualMachine::set_kernel_provider). Throws Error(parse_error) for a corrupt,
 /// truncated or foreign file, Error(not_supported) for another version or a
 /// CPU that lacks what every variant needs (naming the missing features),
 /// Error(invalid_argument) for a file that cannot be read.
