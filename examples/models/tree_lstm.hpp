@@ -18,28 +18,27 @@ inline Function build_tree_lstm(Builder& b) {
   const Dim n{"n"};  // number of leaves
   Adt tree = b.adt("Tree", {}, {{"Leaf", {i64({})}}, {"Node", {adt_t("Tree"), adt_t("Tree")}}});
   const Type memory = f32({M});
-  const std::vector<Param> weights{{"wx", f32({3 * M, kTreeInput})},
-                                   {"bx", f32({3 * M})},
-                                   {"u", f32({5 * M, 2 * M})},
-                                   {"bu", f32({5 * M})}};
-  std::vector<Param> params{{"tree", tree.type()}, {"x", f32({n, kTreeInput})}};
-  params.insert(params.end(), weights.begin(), weights.end());
 
+  // The leaves' input projections X·Wxᵀ + bx are one matrix product for all
+  // leaves (Wx read once, not once per leaf); the recursion takes row j at
+  // leaf j. Each output is the same dot product as leaf by leaf.
+  const std::vector<Param> node_params{
+      {"tree", tree.type()}, {"px", f32({n, 3 * M})}, {"u", f32({5 * M, 2 * M})}, {"bu", f32({5 * M})}};
   // Recursion needs a declared signature.
-  Function node = b.declare("tree_lstm_node", params, tuple_t({memory, memory}));
+  Function node = b.declare("tree_lstm_node", node_params, tuple_t({memory, memory}));
   b.define(node, [&](std::span<const Expr> p) -> Expr {
-    Expr x = p[1], wx = p[2], bx = p[3], u = p[4], bu = p[5];
+    Expr px = p[1], u = p[2], bu = p[3];
     return Match(p[0])
         .case_(tree["Leaf"],
                [&](Expr j) {
-                 auto [i, o, g] = split<3>(dense(take(x, j), wx, bx), 0);
+                 auto [i, o, g] = split<3>(take(px, j), 0);
                  Expr c = let("c", sigmoid(i) * tanh(g));
                  Expr h = let("h", sigmoid(o) * tanh(c));
                  return std::array{h, c};
                })
         .case_(tree["Node"], [&](Expr left, Expr right) {
-          auto [hl, cl] = unpack<2>(node(left, x, wx, bx, u, bu));
-          auto [hr, cr] = unpack<2>(node(right, x, wx, bx, u, bu));
+          auto [hl, cl] = unpack<2>(node(left, px, u, bu));
+          auto [hr, cr] = unpack<2>(node(right, px, u, bu));
           Expr gates = dense(concatenate({hl, hr}, 0), u, bu);
           auto [i, fl, fr, o, g] = split<5>(gates, 0);
           Expr c = let("c", sigmoid(i) * tanh(g) + sigmoid(fl) * cl + sigmoid(fr) * cr);
@@ -48,8 +47,11 @@ inline Function build_tree_lstm(Builder& b) {
         });
   });
 
+  const std::vector<Param> params{{"tree", tree.type()}, {"x", f32({n, kTreeInput})},
+                                  {"wx", f32({3 * M, kTreeInput})}, {"bx", f32({3 * M})},
+                                  {"u", f32({5 * M, 2 * M})},      {"bu", f32({5 * M})}};
   Function main = b.def("tree_lstm", params, [&](std::span<const Expr> p) {
-    return node(std::vector<Expr>(p.begin(), p.end()));
+    return node(p[0], dense(p[1], p[2], p[3]), p[4], p[5]);
   });
   b.entry(main);
   return main;

@@ -108,7 +108,7 @@ class Placer {
                     to_string(target_), name, v->name, ir::to_string(v->type_annotation), to_string(target_));
       where_[v] = entry ? Device::cpu() : boundary(v->type_annotation);
     }
-    Expr body = entry ? block_to_host(fn->body, name) : block(fn->body, boundary(fn->ret_type));
+    Expr body = entry ? block_to_host(fn->body, name) : block(fn->body, boundary(result_type(*fn)));
     return ir::function(fn->params, fn->ret_type, std::move(body), fn->loc, fn->primitive);
   }
 
@@ -117,6 +117,12 @@ class Placer {
     Expr expr;
     Device device;
   };
+
+  // A function's result type: as declared, else as inferred (a function
+  // defined without one returns its body's type).
+  static ir::Type result_type(const ir::FunctionNode& fn) {
+    return fn.ret_type.defined() ? fn.ret_type : fn.body.type();
+  }
 
   // Where a value is when nothing but its type decides (see the top).
   [[nodiscard]] Device boundary(const ir::Type& t) const {
@@ -181,7 +187,7 @@ class Placer {
         const auto* fn = e.as<ir::FunctionNode>();
         if (fn->primitive) return {e, Device::cpu()};
         for (const Expr& p : fn->params) where_[p.as<ir::VarNode>()] = boundary(p.as<ir::VarNode>()->type_annotation);
-        Expr body = block(fn->body, boundary(fn->ret_type));
+        Expr body = block(fn->body, boundary(result_type(*fn)));
         return {ir::function(fn->params, fn->ret_type, std::move(body), fn->loc), Device::cpu()};
       }
       case ir::ExprKind::let: return {block(e, boundary(e.type())), boundary(e.type())};

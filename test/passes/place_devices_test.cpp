@@ -165,3 +165,38 @@ TEST_CASE("place_devices: compiling for a device without a code generator says s
   const Tensor x = Tensor::from_data<float>({2}, {0.5f, -1.0f});
   CHECK(nimble::testing::close_value(machine.invoke("main", {x}), evaluate(m, "main", {x}), {.rtol = 1e-5, .atol = 1e-6}));
 }
+
+TEST_CASE("place_devices: a function without a declared result type returns it where its type says", "[passes]") {
+  // stack runs on the CPU (its shape depends on the list); @pair's result,
+  // a tensor, is on the target by its type, so it is copied there.
+  check_golden(on_gpu, R"(
+type List<T> { Nil, Cons(T, List<T>) }
+entry def @main(%x: f32[4]) -> f32[?, 4] {
+  let %s = @pair(%x);
+  let %t = tanh(%s);
+  %t
+}
+def @pair(%x: f32[4]) {
+  let %y = exp(%x);
+  let %l = Cons(%y, Cons(%x, Nil));
+  stack(%l, axis=0)
+}
+)",
+               R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @main(%x: f32[4]) -> f32[?, 4] {
+  let %x_cuda0 = device_copy(%x, src="cpu", dst="cuda:0");
+  let %s = @pair(%x_cuda0);
+  let %t = tanh(%s);
+  let %t_cpu = device_copy(%t, src="cuda:0", dst="cpu");
+  %t_cpu
+}
+
+def @pair(%x: f32[4]) {
+  let %y = exp(%x);
+  let %l = Cons(%y, Cons(%x, Nil));
+  device_copy(stack(%l, axis=0), src="cpu", dst="cuda:0")
+}
+)");
+}
