@@ -29,9 +29,9 @@ inline Function build_lstm(Builder& b) {
   // One step of one layer: (p, h, c) -> (h', c'), where p = x·W_ihᵀ + b_ih
   // is the step's row of the layer's input projection.
   Function cell = b.def(
-      "lstm_cell", {{"p", f32({4 * H})}, {"h", state}, {"c", state}, {"w_hh", f32({4 * H, H})}, {"b_hh", f32({4 * H})}},
+      "lstm_cell", {{"p", f32({1, 4 * H})}, {"h", state}, {"c", state}, {"w_hh", f32({4 * H, H})}, {"b_hh", f32({4 * H})}},
       [&](Expr p, Expr h, Expr c, Expr w_hh, Expr b_hh) {
-        Expr gates = expand_dims(p, 0) + dense(h, w_hh, b_hh);
+        Expr gates = p + dense(h, w_hh, b_hh);
         auto [i, f, g, o] = split<4>(gates, /*axis=*/1);
         Expr c2 = let("c", sigmoid(f) * c + sigmoid(i) * tanh(g));
         Expr h2 = let("h", sigmoid(o) * tanh(c2));
@@ -48,13 +48,15 @@ inline Function build_lstm(Builder& b) {
         .case_(cons, [&](Expr head, Expr tail) { return reverse(tail, cons({head, acc})); });
   });
 
-  // One layer over the sequence: xs [L, k] -> h of every step [L, 1, 512].
+  // One layer over the sequence: xs [L, 1, k] -> h of every step [L, 1, 512]
+  // (the shapes stay symbolic in L, so that no shape function runs).
+  const Dim n{"n"};
   Function layer = b.def(
       "lstm_layer",
-      {{"xs", f32({Any, k})}, {"w_ih", f32({4 * H, k})}, {"w_hh", f32({4 * H, H})}, {"b_ih", f32({4 * H})},
+      {{"xs", f32({n, 1, k})}, {"w_ih", f32({4 * H, k})}, {"w_hh", f32({4 * H, H})}, {"b_ih", f32({4 * H})},
        {"b_hh", f32({4 * H})}},
       [&](Expr xs, Expr w_ih, Expr w_hh, Expr b_ih, Expr b_hh) {
-        Expr projected = let("projected", dense(xs, w_ih, b_ih));  // [L, 2048]
+        Expr projected = let("projected", dense(xs, w_ih, b_ih));  // [L, 1, 2048]
         Expr length = take(shape_of(xs), scalar(0, DType::i64));
         Expr zero = constant(Tensor::zeros({1, H}, DType::f32));
         auto final_state =
@@ -68,15 +70,15 @@ inline Function build_lstm(Builder& b) {
   std::vector<Param> params{{"xs", f32({Any, 1, kLstmInput})}};
   for (int l = 0; l < 2; ++l) {
     const std::int64_t in = l == 0 ? kLstmInput : H;
-    const std::string n = std::to_string(l);
-    params.push_back({"w_ih" + n, f32({4 * H, in})});
-    params.push_back({"w_hh" + n, f32({4 * H, H})});
-    params.push_back({"b_ih" + n, f32({4 * H})});
-    params.push_back({"b_hh" + n, f32({4 * H})});
+    const std::string suffix = std::to_string(l);
+    params.push_back({"w_ih" + suffix, f32({4 * H, in})});
+    params.push_back({"w_hh" + suffix, f32({4 * H, H})});
+    params.push_back({"b_ih" + suffix, f32({4 * H})});
+    params.push_back({"b_hh" + suffix, f32({4 * H})});
   }
   Function lstm = b.def("lstm", params, [&](std::span<const Expr> p) {
-    Expr h0 = layer(reshape(p[0], {-1, kLstmInput}), p[1], p[2], p[3], p[4]);  // [L, 1, 512]
-    return layer(reshape(h0, {-1, H}), p[5], p[6], p[7], p[8]);
+    Expr h0 = layer(p[0], p[1], p[2], p[3], p[4]);  // [L, 1, 512]
+    return layer(h0, p[5], p[6], p[7], p[8]);
   });
   b.entry(lstm);
   return lstm;

@@ -1,6 +1,7 @@
 #include "runtime/builtin_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -59,10 +60,21 @@ Stacked check_stack(const Value& list, std::int64_t axis) {
   return s;
 }
 
+// No heap array for the dims (up to Shape's inline rank): stack runs once
+// per inference of a model that collects its steps, and again as its own
+// shape function; a warm inference makes no system allocation.
 Shape shape_of(const Stacked& s) {
-  std::vector<std::int64_t> dims(s.first->shape().begin(), s.first->shape().end());
-  dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(s.axis), static_cast<std::int64_t>(s.count));
-  return Shape(std::span<const std::int64_t>(dims));
+  const std::size_t rank = s.first->rank() + 1;
+  std::array<std::int64_t, Shape::kInlineRank + 1> inline_dims{};
+  std::vector<std::int64_t> heap_dims;
+  std::span<std::int64_t> dims(inline_dims.data(), rank);
+  if (rank > inline_dims.size()) {
+    heap_dims.resize(rank);
+    dims = heap_dims;
+  }
+  for (std::size_t d = 0, k = 0; d < rank; ++d)
+    dims[d] = d == s.axis ? static_cast<std::int64_t>(s.count) : s.first->shape()[k++];
+  return Shape(std::span<const std::int64_t>(dims.data(), rank));
 }
 
 // stack, or its shape function, writing into the VM's output.
