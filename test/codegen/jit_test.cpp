@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/dot_product.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "nimble/builder.hpp"
 #include "nimble/compile.hpp"
@@ -273,6 +274,75 @@ TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis
   CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
   const Value expected = ops::matmul().reference(std::vector<Value>{a, b}, {});
   CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-5}));
+}
+
+TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {
+  te::SymbolTable symbols;
+  const auto placeholder = [&](std::vector<ir::Dim> dims, const char* name) {
+    const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
+    return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
+  };
+  const auto tiled = [](std::span<const te::Tensor> in, std::span<const te::Tensor> out) {
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("k", in, out);
+    int n = 0;
+    for (const codegen::Stage& stage : ir.stages) n += codegen::match_dot_product(ir, stage).has_value();
+    return n;
+  };
+  const ir::Dim m("m"), k("k"), n("n"), b("b");
+  const std::vector<te::Tensor> dense_in{placeholder({m, k}, "x"), placeholder({n, k}, "w"),
+                                         placeholder({n}, "bias")};
+  const std::vector<te::Tensor> dense_out = ops::dense().compute(dense_in, {});
+  // W1's layout: rows along the outer dim, a unit dim between them and the columns.
+  const std::vector<te::Tensor> seq_in{placeholder({m, 1, k}, "xs"), placeholder({n, k}, "w"),
+                                       placeholder({n}, "bias")};
+  const std::vector<te::Tensor> seq_out = ops::dense().compute(seq_in, {});
+  // One row: the only loop is the columns'.
+  const std::vector<te::Tensor> vec_in{placeholder({k}, "v"), placeholder({n, k}, "w"), placeholder({n}, "bias")};
+  const std::vector<te::Tensor> vec_out = ops::dense().compute(vec_in, {});
+  const std::vector<te::Tensor> bmm_in{placeholder({b, m, k}, "q"), placeholder({b, n, k}, "kt")};
+  const std::vector<te::Tensor> bmm_out = ops::batch_matmul().compute(bmm_in, {{"transpose_b", true}});
+  const std::vector<te::Tensor> mm_in = symbolic_matmul_inputs(symbols);
+  const std::vector<te::Tensor> mm_out = ops::matmul().compute(mm_in, {});
+  CHECK(tiled(dense_in, dense_out) == 1);
+  CHECK(tiled(seq_in, seq_out) == 1);
+  CHECK(tiled(vec_in, vec_out) == 1);
+  CHECK(tiled(bmm_in, bmm_out) == 1);
+  CHECK(tiled(mm_in, mm_out) == 0);  // b[k, j]: summed with k outside the columns
+
+  const Ref<Kernel> dense = codegen::compile_cpu_kernel("dense", dense_in, dense_out);
+  const Ref<Kernel> seq = codegen::compile_cpu_kernel("dense", seq_in, seq_out);
+  const Ref<Kernel> vec = codegen::compile_cpu_kernel("dense", vec_in, vec_out);
+  const Ref<Kernel> bmm = codegen::compile_cpu_kernel("batch_matmul", bmm_in, bmm_out);
+  Rng rng(11);
+  const Range values{.lo = -1, .hi = 1, .specials = false};
+  // Rows around the tile's 4, columns around its 3 and a column block, k
+  // around the vector's 8 and 16 lanes; k = 20000 makes column blocks of 3.
+  const std::int64_t ms[] = {0, 1, 3, 4, 5, 9, 14};
+  const std::int64_t ns[] = {0, 1, 2, 3, 4, 7, 65, 130};
+  const std::int64_t ks[] = {0, 1, 7, 8, 9, 17, 100, 20000};
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::int64_t rows = ms[pick(rng, 0, 6)], cols = ns[pick(rng, 0, 7)], depth = ks[pick(rng, 0, 7)];
+    INFO("m " << rows << " n " << cols << " k " << depth);
+    const Tensor w = random_tensor(rng, {cols, depth}, DType::f32, values);
+    const Tensor bias = random_tensor(rng, {cols}, DType::f32, values);
+    // Sums of up to 20000 products of [-1, 1]: rounding in another order.
+    const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
+    const auto check = [&](const Kernel& kernel, const ir::OpDef& op, const std::vector<Tensor>& in,
+                           const ir::Attrs& attrs) {
+      const Value expected = op.reference(std::vector<Value>(in.begin(), in.end()), attrs);
+      const auto [one, two] = run_on_one_and_two_threads(kernel, in, expected.tensor().shape());
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), tolerance));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    };
+    check(*dense, ops::dense(), {random_tensor(rng, {rows, depth}, DType::f32, values), w, bias}, {});
+    check(*seq, ops::dense(), {random_tensor(rng, {rows, 1, depth}, DType::f32, values), w, bias}, {});
+    check(*vec, ops::dense(), {random_tensor(rng, {depth}, DType::f32, values), w, bias}, {});
+    if (depth <= 100) {
+      const Tensor q = random_tensor(rng, {3, rows, depth}, DType::f32, values);
+      const Tensor kt = random_tensor(rng, {3, cols, depth}, DType::f32, values);
+      check(*bmm, ops::batch_matmul(), {q, kt}, {{"transpose_b", true}});
+    }
+  }
 }
 
 TEST_CASE("jit: the VM uses JIT kernels by default and counts their compilation", "[jit]") {

@@ -85,7 +85,8 @@ Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_v
                     std::chrono::steady_clock::time_point start, const KernelStore* store,
                     std::uint64_t key, std::string_view identity) {
   auto context = std::make_unique<llvm::LLVMContext>();
-  EmittedKernel emitted = emit_cpu_kernel(ir, *context, prefix);
+  static const CpuEmitOptions host{.vector_bits = vector_bits(jit_object_target())};
+  EmittedKernel emitted = emit_cpu_kernel(ir, *context, prefix, host);
   const std::string object = compile_to_object(std::move(context), std::move(emitted.module));
   std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, ir.stages.size()));
   runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(emitted.errors));

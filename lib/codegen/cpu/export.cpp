@@ -55,6 +55,7 @@ struct CpuTarget {
   std::string name;
   codegen::ObjectTarget object;
   std::vector<std::string> required;  ///< as runtime/cpu_features.hpp names them
+  unsigned vector_bits = 128;         ///< codegen::vector_bits of `object`
 };
 
 // The features each x86-64 micro-architecture level adds (the psABI's
@@ -69,7 +70,8 @@ std::vector<std::string> level_features(int level) {
 
 CpuTarget cpu_target(const std::string& name) {
   if (name == "host") {
-    CpuTarget t{name, codegen::jit_object_target(), {}};
+    CpuTarget t{name, codegen::jit_object_target(), {}, 0};
+    t.vector_bits = codegen::vector_bits(t.object);
     // Every feature the JIT compiles with: "+avx2,+fma,-avx512f,...".
     std::string_view rest = t.object.features;
     while (!rest.empty()) {
@@ -82,7 +84,11 @@ CpuTarget cpu_target(const std::string& name) {
   }
   for (int level = 1; level <= 4; ++level) {
     const std::string cpu = level == 1 ? "x86-64" : fmt::format("x86-64-v{}", level);
-    if (name == cpu) return {name, {cpu, ""}, level_features(level)};
+    if (name == cpu) {
+      CpuTarget t{name, {cpu, ""}, level_features(level), 0};
+      t.vector_bits = codegen::vector_bits(t.object);
+      return t;
+    }
   }
   throw_error(ErrorKind::invalid_argument,
               "export: unknown CPU target \"{}\": expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64", name);
@@ -298,7 +304,8 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
   tbb::parallel_for(std::size_t{0}, jobs.size() * targets.size(), [&](std::size_t n) {
     const std::size_t j = n / targets.size(), t = n % targets.size();
     auto context = std::make_unique<llvm::LLVMContext>();
-    codegen::EmittedKernel emitted = codegen::emit_cpu_kernel(jobs[j].ir, *context, jobs[j].prefix);
+    codegen::EmittedKernel emitted =
+        codegen::emit_cpu_kernel(jobs[j].ir, *context, jobs[j].prefix, {.vector_bits = targets[t].vector_bits});
     if (t == 0) errors[j] = std::move(emitted.errors);
     const std::string object =
         codegen::compile_to_pic_object(std::move(context), std::move(emitted.module), targets[t].object);

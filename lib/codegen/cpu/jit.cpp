@@ -4,6 +4,8 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -84,6 +86,18 @@ class HostJit {
   }
 
   ObjectTarget object_target() const { return {cpu_, features_}; }
+
+  unsigned vector_bits(const ObjectTarget& t) const {
+    const std::string triple = machine_builder_.getTargetTriple().str();
+    std::string error;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (target == nullptr) throw_error(ErrorKind::runtime_error, "JIT: no LLVM target for {}: {}", triple, error);
+    const std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+    if (!info) throw_error(ErrorKind::runtime_error, "JIT: LLVM does not know the CPU {}", t.cpu);
+    if (info->checkFeatures("+avx512f")) return 512;
+    if (info->checkFeatures("+avx")) return 256;
+    return 128;
+  }
 
   std::unique_ptr<JitCode> link(std::string_view name, std::string_view object,
                                 std::span<const std::string> symbols) {
@@ -232,6 +246,8 @@ std::unique_ptr<JitCode> jit_link(std::string_view name, std::string_view object
 const std::string& jit_target_id() { return host_jit().target_id(); }
 
 ObjectTarget jit_object_target() { return host_jit().object_target(); }
+
+unsigned vector_bits(const ObjectTarget& target) { return host_jit().vector_bits(target); }
 
 std::string compile_to_pic_object(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
                                   const ObjectTarget& target) {

@@ -44,6 +44,11 @@ struct ObjectTarget {
 /// What the JIT itself compiles for: the host's CPU and features.
 [[nodiscard]] ObjectTarget jit_object_target();
 
+/// The width of `target`'s widest vector registers for floats: 512 with
+/// AVX-512, 256 with AVX, else 128. Throws Error(runtime_error) if LLVM
+/// does not know the CPU.
+[[nodiscard]] unsigned vector_bits(const ObjectTarget& target);
+
 /// compile_to_object for `target` instead of the host, as position-
 /// independent code for a shared object. Throws Error(runtime_error) if
 /// LLVM does not know the CPU or fails.

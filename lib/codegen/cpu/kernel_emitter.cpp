@@ -6,9 +6,12 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
+#include "codegen/dot_product.hpp"
 #include "codegen/math.hpp"
 #include "support/check.hpp"
 
@@ -68,6 +71,22 @@ struct ModuleState {
   std::vector<llvm::MDNode*> scope;    // per buffer: its scope list
   std::vector<llvm::MDNode*> noalias;  // per buffer: every other buffer's scopes
 };
+
+// A dot-product tile: rows × cols sums, each a vector of `lanes` floats.
+struct DotTile {
+  unsigned lanes = 8;
+  int rows = 4;
+  int cols = 3;
+};
+
+// Sized so that the sums and one vector of each row fit the registers: 16
+// vector registers below AVX-512 (4 × 3 sums, one vector of a and three of
+// b: no spills; on W3 at L = 64, 4 × 3 ran in 185 ms, 2 × 4 in 194, 4 × 4 in
+// 250, 3 × 4 in 301), 32 with it.
+DotTile dot_tile(unsigned vector_bits) {
+  if (vector_bits >= 512) return {16, 4, 4};
+  return {std::max(4u, vector_bits / 32), 4, 3};
+}
 
 class FunctionEmitter {
  public:
@@ -175,6 +194,24 @@ class FunctionEmitter {
     vars_.erase(var);
   }
 
+  // A dot-product stage (dot_product.hpp) as tiles of `tile.rows` × `tile.cols`
+  // sums held in vector registers across k: each step loads one vector of
+  // k from each row of a and of b in the tile and multiply-adds every pair;
+  // the last partial vector of k is read with masked loads (no element past
+  // a row is touched). Columns go in blocks of about kColumnBlockFloats / K,
+  // so that the rows of b a block reads stay in L2 while every row tile of
+  // the range passes over them. Sums are folded in vector lanes, so an
+  // element's rounding differs from the scalar loop's (within the
+  // tolerance of any reordered sum).
+  void dot_product_stage(const DotProductStage& dot, const DotTile& tile, llvm::Value* begin, llvm::Value* end) {
+    dot_ = &dot;
+    tile_ = tile;
+    vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), tile.lanes);
+    dot_outer(0, begin, end);
+    for (const Stmt* loop : dot.unit) vars_.erase(loop->var.node());
+    dot_ = nullptr;
+  }
+
   llvm::Value* expr(const Expr& e) {
     switch (e.kind()) {
       case ExprKind::int_imm: {
@@ -268,6 +305,15 @@ class FunctionEmitter {
   llvm::Value* load(const te::LoadNode& l) {
     const int buffer = buffer_of(l.tensor);
     const te::Tensor& t = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor;
+    llvm::LoadInst* v = b_.CreateLoad(memory_type(c_, t.dtype()), element_ptr(buffer, flat_index(l)));
+    annotate(v, buffer);
+    return from_memory(v, t.dtype());
+  }
+
+  // The row-major element index a load reads (a checked load's indices
+  // tested first).
+  llvm::Value* flat_index(const te::LoadNode& l) {
+    const int buffer = buffer_of(l.tensor);
     // Shapes come from the load's own tensor: a flat view has one dim.
     const std::vector<Expr>& shape = l.tensor.shape();
     llvm::Value* flat = nullptr;
@@ -283,10 +329,7 @@ class FunctionEmitter {
       }
       flat = flat ? b_.CreateAdd(b_.CreateMul(flat, extent), i) : i;
     }
-    if (!flat) flat = b_.getInt64(0);
-    llvm::LoadInst* v = b_.CreateLoad(memory_type(c_, t.dtype()), element_ptr(buffer, flat));
-    annotate(v, buffer);
-    return from_memory(v, t.dtype());
+    return flat ? flat : b_.getInt64(0);
   }
 
   llvm::Value* unary(const te::UnaryNode& u) {
@@ -534,6 +577,165 @@ class FunctionEmitter {
                 : static_cast<llvm::Value*>(b_.CreateLoad(type, acc));
   }
 
+  // for (iv = begin; iv < end; iv += step) body(iv), or with `whole`, only
+  // while a whole step fits (iv + step <= end). Returns the iv it stopped at.
+  template <class Body>
+  llvm::Value* stepped_loop(llvm::Value* begin, llvm::Value* end, llvm::Value* step, bool whole, Body&& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "tile", fn_);
+    llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "tile.body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "tile.exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2);
+    iv->addIncoming(begin, pre);
+    llvm::Value* more = whole ? b_.CreateICmpSLE(b_.CreateAdd(iv, step, "", true, true), end) : b_.CreateICmpSLT(iv, end);
+    b_.CreateCondBr(more, inside, exit);
+    b_.SetInsertPoint(inside);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, step, "", true, true), b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    return iv;
+  }
+
+  // The loops outside the row loop, then the tiles. [begin, end) is the
+  // range of the stage's outermost loop, whichever that is.
+  void dot_outer(std::size_t level, llvm::Value* begin, llvm::Value* end) {
+    const DotProductStage& d = *dot_;
+    if (level < d.outer.size()) {
+      const Stmt& l = *d.outer[level];
+      loop(begin ? begin : b_.getInt64(0), end ? end : expr(l.extent), [&](llvm::Value* iv) {
+        vars_[l.var.node()] = iv;
+        dot_outer(level + 1, nullptr, nullptr);
+      });
+      vars_.erase(l.var.node());
+      return;
+    }
+    for (const Stmt* u : d.unit) vars_[u->var.node()] = b_.getInt64(0);
+    if (begin && !d.rows && !d.unit.empty()) {
+      // The outermost loop is a unit loop: its range is [0, 1) or empty.
+      loop(begin, end, [&](llvm::Value* iv) {
+        vars_[d.unit.front()->var.node()] = iv;
+        dot_columns(nullptr, nullptr, b_.getInt64(0), expr(d.cols->extent));
+      });
+      return;
+    }
+    llvm::Value* rows_begin = d.rows ? (begin ? begin : b_.getInt64(0)) : nullptr;
+    llvm::Value* rows_end = d.rows ? (end ? end : expr(d.rows->extent)) : nullptr;
+    const bool cols_outermost = begin && !d.rows;
+    dot_columns(rows_begin, rows_end, cols_outermost ? begin : b_.getInt64(0),
+                cols_outermost ? end : expr(d.cols->extent));
+  }
+
+  // Column blocks over [cols_begin, cols_end); in each, every tile of rows.
+  void dot_columns(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
+    const DotProductStage& d = *dot_;
+    llvm::Value* k = expr(d.sum->axes[0].extent);
+    const std::int64_t nr = tile_.cols;
+    llvm::Value* per_block =
+        b_.CreateSDiv(b_.getInt64(kColumnBlockFloats), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, k, b_.getInt64(1)));
+    llvm::Value* block = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateMul(b_.CreateSDiv(per_block, b_.getInt64(nr)), b_.getInt64(nr)),
+                                                  b_.getInt64(nr));
+    stepped_loop(cols_begin, cols_end, block, false, [&](llvm::Value* jc) {
+      llvm::Value* jend = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block), cols_end);
+      if (!d.rows) {
+        dot_row_tile(nullptr, 1, jc, jend, k);
+        return;
+      }
+      llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
+        dot_row_tile(i0, tile_.rows, jc, jend, k);
+      });
+      loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, k); });
+    });
+  }
+
+  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, llvm::Value* k) {
+    llvm::Value* j = stepped_loop(jc, jend, b_.getInt64(tile_.cols), true,
+                                  [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, k); });
+    loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, k); });
+  }
+
+  // mr × nr sums at rows i.., columns j...
+  void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, llvm::Value* k) {
+    const DotProductStage& d = *dot_;
+    const te::VarNode* kv = d.sum->axes[0].var.node();
+    const te::VarNode* row = d.rows ? d.rows->var.node() : nullptr;
+    const te::VarNode* col = d.cols->var.node();
+    const int a_buffer = buffer_of(d.a->tensor), b_buffer = buffer_of(d.b->tensor);
+    const auto at = [&](const te::VarNode* var, llvm::Value* base, int offset) {
+      if (var) vars_[var] = offset == 0 ? base : b_.CreateAdd(base, b_.getInt64(offset), "", true, true);
+    };
+    vars_[kv] = b_.getInt64(0);
+    std::vector<llvm::Value*> a_rows, b_rows;
+    at(col, j, 0);
+    for (int r = 0; r < mr; ++r) {
+      at(row, i, r);
+      a_rows.push_back(element_ptr(a_buffer, flat_index(*d.a)));
+    }
+    for (int c = 0; c < nr; ++c) {
+      at(col, j, c);
+      b_rows.push_back(element_ptr(b_buffer, flat_index(*d.b)));
+    }
+    std::vector<llvm::AllocaInst*> acc;
+    for (int n = 0; n < mr * nr; ++n) {
+      acc.push_back(local(vector_));
+      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
+    }
+    const auto step = [&](llvm::Value* kk, llvm::Value* mask) {
+      const auto read = [&](llvm::Value* base, int buffer) {
+        llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), base, kk);
+        llvm::Instruction* v = nullptr;
+        if (mask)
+          v = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+        else
+          v = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
+        annotate(v, buffer);
+        return static_cast<llvm::Value*>(v);
+      };
+      std::vector<llvm::Value*> av, bv;
+      for (llvm::Value* p : a_rows) av.push_back(read(p, a_buffer));
+      for (llvm::Value* p : b_rows) bv.push_back(read(p, b_buffer));
+      for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < nr; ++c) {
+          llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nr + c)];
+          b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
+                                            {av[static_cast<std::size_t>(r)], bv[static_cast<std::size_t>(c)],
+                                             b_.CreateLoad(vector_, sum)}),
+                         sum);
+        }
+    };
+    llvm::Value* lanes = b_.getInt64(tile_.lanes);
+    llvm::Value* kend = stepped_loop(b_.getInt64(0), k, lanes, true, [&](llvm::Value* kk) { step(kk, nullptr); });
+    // The last partial vector, masked.
+    llvm::Value* rest = b_.CreateSub(k, kend);
+    llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "tile.tail", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
+    b_.SetInsertPoint(tail);
+    std::vector<llvm::Constant*> lane_index;
+    for (unsigned n = 0; n < tile_.lanes; ++n) lane_index.push_back(b_.getInt32(n));
+    step(kend, b_.CreateICmpULT(llvm::ConstantVector::get(lane_index),
+                                b_.CreateVectorSplat(tile_.lanes, b_.CreateTrunc(rest, b_.getInt32Ty()))));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    for (int r = 0; r < mr; ++r)
+      for (int c = 0; c < nr; ++c) {
+        at(row, i, r);
+        at(col, j, c);
+        auto* folded = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(
+            llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nr + c)])));
+        folded->setHasAllowReassoc(true);
+        store(d.store->buffer, expr(d.store->index), b_.CreateFAdd(expr(d.sum->init), folded));
+      }
+    vars_.erase(kv);
+    if (row) vars_.erase(row);
+    vars_.erase(col);
+  }
+
+  // Floats of b one column block spans (its rows × K): 192 KiB, within L2.
+  static constexpr std::int64_t kColumnBlockFloats = 48 * 1024;
+
   ModuleState& s_;
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;
@@ -546,6 +748,9 @@ class FunctionEmitter {
   llvm::Value* info_ = nullptr;
   std::vector<llvm::Value*> base_;
   std::unordered_map<const te::VarNode*, llvm::Value*> vars_;
+  const DotProductStage* dot_ = nullptr;  // while emitting a dot-product stage
+  DotTile tile_;
+  llvm::FixedVectorType* vector_ = nullptr;
 };
 
 llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<llvm::Type*> params) {
@@ -609,17 +814,20 @@ void emit_prologue(ModuleState& state, llvm::Function* fn) {
   b.CreateRet(b.getInt32(0));
 }
 
-void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage) {
+void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, const CpuEmitOptions& options) {
   FunctionEmitter e(state, fn, false);
   e.stage_name = stage.name;
-  e.stmt(*stage.body, e.arg(3), e.arg(4));
+  if (const std::optional<DotProductStage> dot = match_dot_product(state.kernel, stage))
+    e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));
+  else
+    e.stmt(*stage.body, e.arg(3), e.arg(4));
   e.builder().CreateRet(e.builder().getInt32(0));
 }
 
 }  // namespace
 
 EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context,
-                              const std::string& symbol_prefix) {
+                              const std::string& symbol_prefix, const CpuEmitOptions& options) {
   EmittedKernel out;
   out.module = std::make_unique<llvm::Module>(symbol_prefix, context);
   llvm::Module& m = *out.module;
@@ -644,7 +852,7 @@ EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context
   emit_prologue(state, declare(m, out.prologue, {ptr, ptr, ptr, ptr}));
   for (std::size_t s = 0; s < kernel.stages.size(); ++s) {
     out.stages.push_back(fmt::format("{}_stage{}", symbol_prefix, s));
-    emit_stage(state, declare(m, out.stages.back(), {ptr, ptr, ptr, i64, i64}), kernel.stages[s]);
+    emit_stage(state, declare(m, out.stages.back(), {ptr, ptr, ptr, i64, i64}), kernel.stages[s], options);
   }
   return out;
 }

@@ -40,9 +40,16 @@ struct EmittedKernel {
   std::vector<ErrorSite> errors;    ///< code k > 0 is errors[k - 1]
 };
 
+/// What the code is emitted for.
+struct CpuEmitOptions {
+  /// The widest vector registers of the target CPU (128 SSE, 256 AVX, 512
+  /// AVX-512): the width of explicitly vectorized code (dot-product tiles).
+  unsigned vector_bits = 256;
+};
+
 /// Emits `kernel` into a new module of `context`, its symbols prefixed with
 /// `symbol_prefix` (unique per process).
 [[nodiscard]] EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context,
-                                            const std::string& symbol_prefix);
+                                            const std::string& symbol_prefix, const CpuEmitOptions& options);
 
 }  // namespace nimble::codegen

@@ -1,0 +1,97 @@
+#include "codegen/dot_product.hpp"
+
+#include <algorithm>
+
+namespace nimble::codegen {
+
+namespace {
+
+using te::Expr;
+using te::ExprKind;
+
+bool depends_on(const Expr& e, const te::VarNode* var) {
+  if (e.get() == var) return true;
+  bool found = false;
+  te::for_each_child(e, [&](const Expr& child) { found = found || depends_on(child, var); });
+  return found;
+}
+
+bool is_unit(const Stmt& loop) {
+  const auto* imm = loop.extent.as<te::IntImmNode>();
+  return imm != nullptr && imm->value == 1;
+}
+
+bool is_f32_buffer_load(const KernelIR& kernel, const Expr& e) {
+  const auto* load = e.as<te::LoadNode>();
+  if (load == nullptr || load->checked || load->dtype != DType::f32 || load->indices.empty()) return false;
+  const auto it = kernel.buffer_of.find(load->tensor.get());
+  return it != kernel.buffer_of.end() &&
+         kernel.buffers[static_cast<std::size_t>(it->second)].tensor.dtype() == DType::f32;
+}
+
+// `load` reads along `k` contiguously: its last index is k, no other is.
+bool contiguous_in(const te::LoadNode& load, const te::VarNode* k) {
+  if (load.indices.back().get() != k) return false;
+  return std::none_of(load.indices.begin(), load.indices.end() - 1,
+                      [&](const Expr& i) { return depends_on(i, k); });
+}
+
+bool load_depends_on(const te::LoadNode& load, const te::VarNode* var) {
+  return std::any_of(load.indices.begin(), load.indices.end(), [&](const Expr& i) { return depends_on(i, var); });
+}
+
+}  // namespace
+
+std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage) {
+  std::vector<const Stmt*> loops;
+  const Stmt* s = stage.body.get();
+  while (s != nullptr && s->kind == Stmt::Kind::loop) {
+    loops.push_back(s);
+    s = s->body.get();
+  }
+  if (s == nullptr || loops.empty()) return std::nullopt;
+  const auto* sum = s->value.as<te::ReduceNode>();
+  if (sum == nullptr || sum->reduce_kind != te::ReduceKind::sum || sum->dtype != DType::f32 ||
+      sum->axes.size() != 1 || kernel.buffers[static_cast<std::size_t>(s->buffer)].tensor.dtype() != DType::f32)
+    return std::nullopt;
+  const auto* product = sum->source.as<te::BinaryNode>();
+  if (product == nullptr || product->op != te::BinaryOp::mul || !is_f32_buffer_load(kernel, product->a) ||
+      !is_f32_buffer_load(kernel, product->b))
+    return std::nullopt;
+  const te::VarNode* k = sum->axes[0].var.node();
+  if (depends_on(sum->axes[0].extent, k) || depends_on(sum->init, k)) return std::nullopt;
+
+  DotProductStage dot;
+  dot.store = s;
+  dot.sum = sum;
+  dot.cols = loops.back();
+  const te::VarNode* j = dot.cols->var.node();
+  const auto* x = product->a.as<te::LoadNode>();
+  const auto* y = product->b.as<te::LoadNode>();
+  if (!contiguous_in(*x, k) || !contiguous_in(*y, k)) return std::nullopt;
+  // a: the operand that does not move with j; b: the one that does.
+  if (load_depends_on(*x, j) == load_depends_on(*y, j)) return std::nullopt;
+  dot.a = load_depends_on(*x, j) ? y : x;
+  dot.b = load_depends_on(*x, j) ? x : y;
+
+  // rows: the innermost loop (but cols) of extent other than 1 that a reads along.
+  std::size_t r = loops.size() - 1;
+  while (r > 0 && is_unit(*loops[r - 1])) --r;
+  if (r > 0 && load_depends_on(*dot.a, loops[r - 1]->var.node())) {
+    dot.rows = loops[r - 1];
+    if (load_depends_on(*dot.b, dot.rows->var.node())) return std::nullopt;
+    dot.outer.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(r - 1));
+  } else {
+    dot.outer.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(r));
+  }
+  dot.unit.assign(loops.begin() + static_cast<std::ptrdiff_t>(r), loops.end() - 1);
+  // The k extent and init are evaluated once per tile: only outer vars may appear.
+  for (const Stmt* inner : {dot.rows, dot.cols}) {
+    if (inner == nullptr) continue;
+    if (depends_on(sum->axes[0].extent, inner->var.node()) || depends_on(sum->init, inner->var.node()))
+      return std::nullopt;
+  }
+  return dot;
+}
+
+}  // namespace nimble::codegen

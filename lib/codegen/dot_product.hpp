@@ -1,0 +1,39 @@
+// Recognizes a stage that is a batch of dot products along contiguous rows —
+// dense's `x · wᵀ`, batch_matmul's `a · bᵀ` — so that a code generator can
+// emit it as a register-blocked tile instead of one reduction per element:
+//
+//   for <outer loops> :             (any; the outermost may be split across threads)
+//     for i in [0, M) :             `rows`: the loop a's row depends on (may be absent)
+//       for <unit loops> :          loops of constant extent 1 (their vars are 0)
+//         for j in [0, N) :         `cols`: the innermost loop
+//           out[f(..., i, j)] = init + sum(a[..., i, k] * b[..., j, k] for k < K)
+//
+// where a's and b's last index is exactly k (contiguous in k), a does not
+// depend on j and b not on i, no index but the last depends on k, neither
+// load is checked, and everything is f32. A tile of rows × cols then keeps
+// its sums in vector registers across k, reading each row of a once per
+// tile column block and each row of b once per tile row block.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "codegen/kernel_ir.hpp"
+
+namespace nimble::codegen {
+
+struct DotProductStage {
+  std::vector<const Stmt*> outer;  ///< loops outside `rows`, outermost first
+  const Stmt* rows = nullptr;      ///< null: a single row (every a index fixed by outer loops)
+  std::vector<const Stmt*> unit;   ///< extent-1 loops between rows and cols
+  const Stmt* cols = nullptr;
+  const Stmt* store = nullptr;     ///< its value is `sum`
+  const te::ReduceNode* sum = nullptr;
+  const te::LoadNode* a = nullptr;  ///< the row operand (independent of cols)
+  const te::LoadNode* b = nullptr;  ///< the column operand (independent of rows)
+};
+
+/// The dot-product form of `stage` of `kernel`, or nullopt if it is not one.
+[[nodiscard]] std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage);
+
+}  // namespace nimble::codegen
