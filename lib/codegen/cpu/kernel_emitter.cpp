@@ -160,21 +160,7 @@ class FunctionEmitter {
   // for (iv = begin; iv < end; ++iv) body(iv)
   template <class Body>
   void loop(llvm::Value* begin, llvm::Value* end, Body&& body) {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "loop", fn_);
-    llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "body", fn_);
-    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* iv = b_.CreatePHI(i64_, 2);
-    iv->addIncoming(begin, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inside, exit);
-    b_.SetInsertPoint(inside);
-    body(iv);
-    llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
-    iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+    stepped_loop(begin, end, b_.getInt64(1), false, std::forward<Body>(body));
   }
 
   void stmt(const Stmt& s, llvm::Value* begin = nullptr, llvm::Value* end = nullptr) {
@@ -582,9 +568,9 @@ class FunctionEmitter {
   template <class Body>
   llvm::Value* stepped_loop(llvm::Value* begin, llvm::Value* end, llvm::Value* step, bool whole, Body&& body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
-    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "tile", fn_);
-    llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "tile.body", fn_);
-    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "tile.exit", fn_);
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, "loop", fn_);
+    llvm::BasicBlock* inside = llvm::BasicBlock::Create(c_, "body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "exit", fn_);
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode* iv = b_.CreatePHI(i64_, 2);
