@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 
 #include <algorithm>
 #include <array>
@@ -156,7 +157,8 @@ class NativeKernel final : public Kernel {
                             failed.store(code);
                           }
                         }
-                      });
+                      },
+                      tbb::static_partitioner());
     if (const std::int32_t code = failed.load()) fail(code, failure_info, inputs, outputs);
   }
 
