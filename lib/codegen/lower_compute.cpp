@@ -25,6 +25,11 @@ void for_each_load(const Expr& e, Fn&& fn) {
   te::for_each_child(e, [&](const Expr& child) { for_each_load(child, fn); });
 }
 
+bool is_one(const Expr& e) {
+  const auto* imm = e.as<te::IntImmNode>();
+  return imm != nullptr && imm->value == 1;
+}
+
 class Lowering {
  public:
   Lowering(std::string name, std::span<const te::Tensor> inputs, std::span<const te::Tensor> outputs) {
@@ -267,10 +272,16 @@ class Lowering {
       // A scalar: one iteration of a loop, so every stage has an outer loop.
       stage.body = make_loop(te::Var("_scalar"), 1, ForKind::parallel, make_store(b, 0, body));
     } else {
+      // Leading dims of extent 1 (a batch of one: [1, n]) get no loop, so
+      // that the loop split across threads is one with more than one
+      // iteration (a matrix-vector product splits by columns).
+      std::size_t first = 0;
+      std::unordered_map<const te::VarNode*, Expr> unit;
+      while (first + 1 < shape.size() && is_one(shape[first])) unit[t->axes[first++].node()] = Expr(std::int64_t{0});
       const std::vector<Expr> index = te::as_indices(t->axes);
-      StmtRef nest = make_store(b, te::ravel(index, shape), body);
-      for (std::size_t d = shape.size(); d-- > 0;) {
-        const ForKind kind = d == 0 ? ForKind::parallel
+      StmtRef nest = make_store(b, substitute(te::ravel(index, shape), unit), substitute(body, unit));
+      for (std::size_t d = shape.size(); d-- > first;) {
+        const ForKind kind = d == first ? ForKind::parallel
                              : d + 1 == shape.size() ? ForKind::vectorized
                                                      : ForKind::serial;
         nest = make_loop(t->axes[d], shape[d], kind, std::move(nest));

@@ -299,6 +299,12 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
   // One row: the only loop is the columns'.
   const std::vector<te::Tensor> vec_in{placeholder({k}, "v"), placeholder({n, k}, "w"), placeholder({n}, "bias")};
   const std::vector<te::Tensor> vec_out = ops::dense().compute(vec_in, {});
+  // A batch of one: the columns are the loop split across threads.
+  const std::vector<te::Tensor> one_in{placeholder({1, k}, "h"), placeholder({n, k}, "w"), placeholder({n}, "bias")};
+  const std::vector<te::Tensor> one_out = ops::dense().compute(one_in, {});
+  const std::string one_ir = codegen::cpu_kernel_ir("dense", one_in, one_out);
+  INFO(one_ir);
+  CHECK(one_ir.find("parallel for i1 in [0, n)") != std::string::npos);
   const std::vector<te::Tensor> bmm_in{placeholder({b, m, k}, "q"), placeholder({b, n, k}, "kt")};
   const std::vector<te::Tensor> bmm_out = ops::batch_matmul().compute(bmm_in, {{"transpose_b", true}});
   const std::vector<te::Tensor> mm_in = symbolic_matmul_inputs(symbols);
@@ -306,12 +312,14 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
   CHECK(tiled(dense_in, dense_out) == 1);
   CHECK(tiled(seq_in, seq_out) == 1);
   CHECK(tiled(vec_in, vec_out) == 1);
+  CHECK(tiled(one_in, one_out) == 1);
   CHECK(tiled(bmm_in, bmm_out) == 1);
   CHECK(tiled(mm_in, mm_out) == 0);  // b[k, j]: summed with k outside the columns
 
   const Ref<Kernel> dense = codegen::compile_cpu_kernel("dense", dense_in, dense_out);
   const Ref<Kernel> seq = codegen::compile_cpu_kernel("dense", seq_in, seq_out);
   const Ref<Kernel> vec = codegen::compile_cpu_kernel("dense", vec_in, vec_out);
+  const Ref<Kernel> single = codegen::compile_cpu_kernel("dense", one_in, one_out);
   const Ref<Kernel> bmm = codegen::compile_cpu_kernel("batch_matmul", bmm_in, bmm_out);
   Rng rng(11);
   const Range values{.lo = -1, .hi = 1, .specials = false};
@@ -337,6 +345,7 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
     check(*dense, ops::dense(), {random_tensor(rng, {rows, depth}, DType::f32, values), w, bias}, {});
     check(*seq, ops::dense(), {random_tensor(rng, {rows, 1, depth}, DType::f32, values), w, bias}, {});
     check(*vec, ops::dense(), {random_tensor(rng, {depth}, DType::f32, values), w, bias}, {});
+    check(*single, ops::dense(), {random_tensor(rng, {1, depth}, DType::f32, values), w, bias}, {});
     if (depth <= 100) {
       const Tensor q = random_tensor(rng, {3, rows, depth}, DType::f32, values);
       const Tensor kt = random_tensor(rng, {3, cols, depth}, DType::f32, values);
