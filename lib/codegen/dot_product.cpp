@@ -16,10 +16,7 @@ bool depends_on(const Expr& e, const te::VarNode* var) {
   return found;
 }
 
-bool is_unit(const Stmt& loop) {
-  const auto* imm = loop.extent.as<te::IntImmNode>();
-  return imm != nullptr && imm->value == 1;
-}
+bool is_unit(const Stmt& loop) { return te::as_int(loop.extent) == 1; }
 
 bool is_f32_buffer_load(const KernelIR& kernel, const Expr& e) {
   const auto* load = e.as<te::LoadNode>();
@@ -49,7 +46,9 @@ std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const S
     loops.push_back(s);
     s = s->body.get();
   }
-  if (s == nullptr || loops.empty()) return std::nullopt;
+  // A leading loop of extent 1 (lowering gives none: see lower_stage)
+  // would be the range split across threads: not a tile's row or column.
+  if (s == nullptr || loops.empty() || (loops.size() > 1 && is_unit(*loops.front()))) return std::nullopt;
   const auto* sum = s->value.as<te::ReduceNode>();
   if (sum == nullptr || sum->reduce_kind != te::ReduceKind::sum || sum->dtype != DType::f32 ||
       sum->axes.size() != 1 || kernel.buffers[static_cast<std::size_t>(s->buffer)].tensor.dtype() != DType::f32)

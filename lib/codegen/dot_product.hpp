@@ -10,7 +10,8 @@
 //
 // where a's and b's last index is exactly k (contiguous in k), a does not
 // depend on j and b not on i, no index but the last depends on k, neither
-// load is checked, and everything is f32. A tile of rows × cols then keeps
+// load is checked, everything is f32, and the outermost loop is not a unit
+// loop (unless it is the only one). A tile of rows × cols then keeps
 // its sums in vector registers across k, reading each row of a once per
 // tile column block and each row of b once per tile row block.
 #pragma once

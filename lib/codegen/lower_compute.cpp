@@ -25,11 +25,6 @@ void for_each_load(const Expr& e, Fn&& fn) {
   te::for_each_child(e, [&](const Expr& child) { for_each_load(child, fn); });
 }
 
-bool is_one(const Expr& e) {
-  const auto* imm = e.as<te::IntImmNode>();
-  return imm != nullptr && imm->value == 1;
-}
-
 class Lowering {
  public:
   Lowering(std::string name, std::span<const te::Tensor> inputs, std::span<const te::Tensor> outputs) {
@@ -277,7 +272,7 @@ class Lowering {
       // iteration (a matrix-vector product splits by columns).
       std::size_t first = 0;
       std::unordered_map<const te::VarNode*, Expr> unit;
-      while (first + 1 < shape.size() && is_one(shape[first])) unit[t->axes[first++].node()] = Expr(std::int64_t{0});
+      while (first + 1 < shape.size() && te::as_int(shape[first]) == 1) unit[t->axes[first++].node()] = Expr(std::int64_t{0});
       const std::vector<Expr> index = te::as_indices(t->axes);
       StmtRef nest = make_store(b, substitute(te::ravel(index, shape), unit), substitute(body, unit));
       for (std::size_t d = shape.size(); d-- > first;) {

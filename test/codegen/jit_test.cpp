@@ -278,7 +278,7 @@ TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis
 
 TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {
   te::SymbolTable symbols;
-  const auto placeholder = [&](std::vector<ir::Dim> dims, const char* name) {
+  const auto input = [&](std::vector<ir::Dim> dims, const char* name) {
     const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
     return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
   };
@@ -289,23 +289,23 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
     return n;
   };
   const ir::Dim m("m"), k("k"), n("n"), b("b");
-  const std::vector<te::Tensor> dense_in{placeholder({m, k}, "x"), placeholder({n, k}, "w"),
-                                         placeholder({n}, "bias")};
+  const std::vector<te::Tensor> dense_in{input({m, k}, "x"), input({n, k}, "w"),
+                                         input({n}, "bias")};
   const std::vector<te::Tensor> dense_out = ops::dense().compute(dense_in, {});
   // W1's layout: rows along the outer dim, a unit dim between them and the columns.
-  const std::vector<te::Tensor> seq_in{placeholder({m, 1, k}, "xs"), placeholder({n, k}, "w"),
-                                       placeholder({n}, "bias")};
+  const std::vector<te::Tensor> seq_in{input({m, 1, k}, "xs"), input({n, k}, "w"),
+                                       input({n}, "bias")};
   const std::vector<te::Tensor> seq_out = ops::dense().compute(seq_in, {});
   // One row: the only loop is the columns'.
-  const std::vector<te::Tensor> vec_in{placeholder({k}, "v"), placeholder({n, k}, "w"), placeholder({n}, "bias")};
+  const std::vector<te::Tensor> vec_in{input({k}, "v"), input({n, k}, "w"), input({n}, "bias")};
   const std::vector<te::Tensor> vec_out = ops::dense().compute(vec_in, {});
   // A batch of one: the columns are the loop split across threads.
-  const std::vector<te::Tensor> one_in{placeholder({1, k}, "h"), placeholder({n, k}, "w"), placeholder({n}, "bias")};
+  const std::vector<te::Tensor> one_in{input({1, k}, "h"), input({n, k}, "w"), input({n}, "bias")};
   const std::vector<te::Tensor> one_out = ops::dense().compute(one_in, {});
   const std::string one_ir = codegen::cpu_kernel_ir("dense", one_in, one_out);
   INFO(one_ir);
   CHECK(one_ir.find("parallel for i1 in [0, n)") != std::string::npos);
-  const std::vector<te::Tensor> bmm_in{placeholder({b, m, k}, "q"), placeholder({b, n, k}, "kt")};
+  const std::vector<te::Tensor> bmm_in{input({b, m, k}, "q"), input({b, n, k}, "kt")};
   const std::vector<te::Tensor> bmm_out = ops::batch_matmul().compute(bmm_in, {{"transpose_b", true}});
   const std::vector<te::Tensor> mm_in = symbolic_matmul_inputs(symbols);
   const std::vector<te::Tensor> mm_out = ops::matmul().compute(mm_in, {});

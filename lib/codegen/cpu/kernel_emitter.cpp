@@ -598,15 +598,8 @@ class FunctionEmitter {
       vars_.erase(l.var.node());
       return;
     }
+    // Unit loops lie inside an outer or row loop (match_dot_product).
     for (const Stmt* u : d.unit) vars_[u->var.node()] = b_.getInt64(0);
-    if (begin && !d.rows && !d.unit.empty()) {
-      // The outermost loop is a unit loop: its range is [0, 1) or empty.
-      loop(begin, end, [&](llvm::Value* iv) {
-        vars_[d.unit.front()->var.node()] = iv;
-        dot_columns(nullptr, nullptr, b_.getInt64(0), expr(d.cols->extent));
-      });
-      return;
-    }
     llvm::Value* rows_begin = d.rows ? (begin ? begin : b_.getInt64(0)) : nullptr;
     llvm::Value* rows_end = d.rows ? (end ? end : expr(d.rows->extent)) : nullptr;
     const bool cols_outermost = begin && !d.rows;
