@@ -148,7 +148,7 @@ void run_entry(benchmark::State& state, Entry& e) {
 }
 
 std::string case_name(const CaseSpec& spec, int threads) {
-  return spec.workload + "/" + spec.impl + "/" + std::to_string(spec.size) + "/t" +
+  return spec.workload + "/" + spec.impl + "/" + (spec.label.empty() ? std::to_string(spec.size) : spec.label) + "/t" +
          std::to_string(threads);
 }
 

@@ -55,6 +55,7 @@ struct CaseSpec {
   std::int64_t size;     ///< the workload's size: L, leaves, n
   double flops = 0;      ///< floating-point operations per call, where meaningful (GEMM)
   std::function<Case()> make;
+  std::string label = {};  ///< the name's size part when not `size` (GEMM's "MxKxN")
 };
 
 /// What a bench program provides to bench_main.

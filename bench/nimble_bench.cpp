@@ -135,6 +135,28 @@ Case sgemm_prepacked_case(std::int64_t n) {
   return make_case(prepacked_runner(workloads::sgemm_b(n)), {workloads::sgemm_a(n)});
 }
 
+// a · bᵀ (dense) with b [N, K] an input, or a constant of the module.
+Function build_dense(Builder& b) {
+  const Dim k{"k"}, n{"n"};
+  Function f = b.def("dense", {{"a", f32({Any, k})}, {"b", f32({n, k})}},
+                     [](Expr a, Expr w) { return matmul(a, w, false, true); });
+  b.entry(f);
+  return f;
+}
+Case dense_case(Engine engine, const workloads::DenseShape& shape) {
+  return make_case(runner_for(engine, "dense", build_dense),
+                   {workloads::dense_a(shape), workloads::dense_b(shape)});
+}
+Case dense_prepacked_case(const workloads::DenseShape& shape) {
+  Builder b;
+  const Tensor weight = workloads::dense_b(shape);
+  Function f = b.def("dense", {{"a", f32({Any, weight.dim(1)})}},
+                     [&](Expr a) { return matmul(a, constant(weight), false, true); });
+  b.entry(f);
+  return make_case(std::make_shared<const Runner>(Engine::nimble, b.build(), f.name()),
+                   {workloads::dense_a(shape)});
+}
+
 double gemm_flops(std::int64_t m, std::int64_t k, std::int64_t n) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
 }
@@ -156,7 +178,14 @@ std::vector<CaseSpec> cases() {
                      [=] { return gemm_case(engine, l); }});
     for (std::int64_t n : workloads::kSgemmSizes)
       all.push_back({"SGEMM", impl, n, gemm_flops(n, n, n), [=] { return sgemm_case(engine, n); }});
+    if (engine == Engine::nimble)  // the reference's products are too slow to time at these shapes
+      for (const workloads::DenseShape& shape : workloads::dense_shapes())
+        all.push_back({"GEMM", impl, shape.m, gemm_flops(shape.m, shape.k, shape.n),
+                       [=] { return dense_case(engine, shape); }, workloads::to_string(shape)});
   }
+  for (const workloads::DenseShape& shape : workloads::dense_shapes())
+    all.push_back({"GEMM", "nimble_prepacked", shape.m, gemm_flops(shape.m, shape.k, shape.n),
+                   [=] { return dense_prepacked_case(shape); }, workloads::to_string(shape)});
   for (std::int64_t l : workloads::kGemmSizes)
     all.push_back({"GEMM", "nimble_prepacked", l,
                    gemm_flops(l, workloads::kGemmDim, workloads::kGemmDim),

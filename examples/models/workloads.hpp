@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nimble::workloads {
@@ -191,6 +192,33 @@ inline Tensor sgemm_a(std::int64_t n) {
 inline Tensor sgemm_b(std::int64_t n) {
   SplitMix64 rng(20000 + static_cast<std::uint64_t>(n));
   return uniform_tensor(rng, {n, n});
+}
+
+/// BERT's products as GEMMs, `A [M, K] · B [N, K]ᵀ` (B transposed: dense's
+/// layout, OpenBLAS's CblasTrans), for M = L ∈ {16, 37, 128, 200}: QKV and
+/// output projections (K = N = 768), FFN1 (K = 768, N = 3072), FFN2 (K = 3072,
+/// N = 768). Operands chosen by the bench: A from seed 30000 + M, B from seed
+/// 40000 + N (uniform draws, row-major).
+struct DenseShape {
+  std::int64_t m, k, n;
+};
+inline std::vector<DenseShape> dense_shapes() {
+  std::vector<DenseShape> all;
+  for (std::int64_t m : {16, 37, 128, 200})
+    for (auto [k, n] : {std::pair<std::int64_t, std::int64_t>{768, 768}, {768, 3072}, {3072, 768}})
+      all.push_back({m, k, n});
+  return all;
+}
+inline std::string to_string(const DenseShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+}
+inline Tensor dense_a(const DenseShape& s) {
+  SplitMix64 rng(30000 + static_cast<std::uint64_t>(s.m));
+  return uniform_tensor(rng, {s.m, s.k});
+}
+inline Tensor dense_b(const DenseShape& s) {
+  SplitMix64 rng(40000 + static_cast<std::uint64_t>(s.n));
+  return uniform_tensor(rng, {s.n, s.k});
 }
 
 // --- Checksums -------------------------------------------------------------------------------
