@@ -2,7 +2,8 @@
 // dense's `x · wᵀ`, batch_matmul's `a · bᵀ` — so that a code generator can
 // emit it as a register-blocked tile instead of one reduction per element:
 //
-//   for <outer loops> :             (any; the outermost may be split across threads)
+//   for <outer loops> :             (any; the outermost, or with none the columns,
+//                                    may be split across threads)
 //     for i in [0, M) :             `rows`: the loop a's row depends on (may be absent)
 //       for <unit loops> :          loops of constant extent 1 (their vars are 0)
 //         for j in [0, N) :         `cols`: the innermost loop

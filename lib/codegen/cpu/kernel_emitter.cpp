@@ -586,7 +586,8 @@ class FunctionEmitter {
   }
 
   // The loops outside the row loop, then the tiles. [begin, end) is the
-  // range of the stage's outermost loop, whichever that is.
+  // range split_extent gives the runtime: of the outermost outer loop, or
+  // with none, of the columns.
   void dot_outer(std::size_t level, llvm::Value* begin, llvm::Value* end) {
     const DotProductStage& d = *dot_;
     if (level < d.outer.size()) {
@@ -600,11 +601,11 @@ class FunctionEmitter {
     }
     // Unit loops lie inside an outer or row loop (match_dot_product).
     for (const Stmt* u : d.unit) vars_[u->var.node()] = b_.getInt64(0);
-    llvm::Value* rows_begin = d.rows ? (begin ? begin : b_.getInt64(0)) : nullptr;
-    llvm::Value* rows_end = d.rows ? (end ? end : expr(d.rows->extent)) : nullptr;
-    const bool cols_outermost = begin && !d.rows;
-    dot_columns(rows_begin, rows_end, cols_outermost ? begin : b_.getInt64(0),
-                cols_outermost ? end : expr(d.cols->extent));
+    // Reached with a range only when there are no outer loops: then it is
+    // the columns' (split_extent).
+    llvm::Value* rows_begin = d.rows ? b_.getInt64(0) : nullptr;
+    llvm::Value* rows_end = d.rows ? expr(d.rows->extent) : nullptr;
+    dot_columns(rows_begin, rows_end, begin ? begin : b_.getInt64(0), end ? end : expr(d.cols->extent));
   }
 
   // Column blocks over [cols_begin, cols_end); in each, every tile of rows.
@@ -742,6 +743,17 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
   return f;
 }
 
+// The extent of the range [begin, end) a stage's function takes, which the
+// runtime splits across threads: its outermost loop's, but a dot-product
+// stage with no loops outside its rows splits its columns: each thread then
+// reads its share of b and all of a (rows would have every thread read all
+// of b, the weights, for a few rows each).
+const Expr& split_extent(const KernelIR& kernel, const Stage& stage) {
+  if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
+    return dot->cols->extent;
+  return stage.body->extent;
+}
+
 void emit_prologue(ModuleState& state, llvm::Function* fn) {
   const KernelIR& k = state.kernel;
   FunctionEmitter e(state, fn, true);
@@ -785,7 +797,7 @@ void emit_prologue(ModuleState& state, llvm::Function* fn) {
     b.CreateStore(v, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), sched, slot++));
   };
   for (const Stage& s : k.stages) {
-    put(e.expr(s.body->extent));
+    put(e.expr(split_extent(k, s)));
     put(e.expr(s.work));
   }
   for (const Buffer& buffer : k.buffers)
