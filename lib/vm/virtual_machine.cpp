@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 
 #include "nimble/runtime/allocator.hpp"
@@ -402,6 +403,7 @@ struct VirtualMachine::Impl {
   MemoryTrace memory;
   std::vector<const Storage*> not_activations;  // sorted: the constants' and arguments' storages
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> trace_ranges;  // scratch
+  std::unordered_set<const void*> trace_seen;                              // scratch: nodes walked
   std::vector<const Storage*> trace_storages;                            // scratch
   ArgumentCheckCache argument_cache;  // kept between calls: a warm call allocates nothing
   std::array<std::uint64_t, kNumOpcodes> opcode_counts{};
@@ -606,28 +608,36 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
 
 namespace {
 
-template <class F>
-void for_each_tensor(const Value& v, F&& f);
+// Nodes already walked (tuples and ADTs by their fields, closures by their
+// object): a list that many registers and frames share is walked once.
+using Seen = std::unordered_set<const void*>;
 
 template <class F>
-void for_each_tensor(const Reg& reg, F&& f) {
+void for_each_tensor(const Value& v, F&& f, Seen& seen);
+
+template <class F>
+void for_each_tensor(const Reg& reg, F&& f, Seen& seen) {
   if (reg.holds_tensor()) f(reg.t);
-  if (reg.kind == Reg::Kind::value) for_each_tensor(reg.v, f);
+  if (reg.kind == Reg::Kind::value) for_each_tensor(reg.v, f, seen);
 }
 
 // The tensors a value refers to, through tuples, ADTs and closures.
 template <class F>
-void for_each_tensor(const Value& v, F&& f) {
+void for_each_tensor(const Value& v, F&& f, Seen& seen) {
   if (!v.defined()) return;
   switch (v.kind()) {
     case Value::Kind::tensor: f(v.tensor()); return;
     case Value::Kind::tuple:
-    case Value::Kind::adt:
-      for (const Value& field : v.fields()) for_each_tensor(field, f);
+    case Value::Kind::adt: {
+      const std::span<const Value> fields = v.fields();
+      if (fields.empty() || !seen.insert(fields.data()).second) return;
+      for (const Value& field : fields) for_each_tensor(field, f, seen);
       return;
+    }
     case Value::Kind::object:
-      if (const auto* closure = dynamic_cast<const ClosureObject*>(v.object().get()))
-        for (const Reg& captured : closure->captured) for_each_tensor(captured, f);
+      if (const auto* closure = dynamic_cast<const ClosureObject*>(v.object().get());
+          closure != nullptr && seen.insert(closure).second)
+        for (const Reg& captured : closure->captured) for_each_tensor(captured, f, seen);
       return;
   }
 }
@@ -637,8 +647,9 @@ void for_each_tensor(const Value& v, F&& f) {
 void VirtualMachine::Impl::exclude_from_trace(std::span<const Value> args) {
   not_activations.clear();
   for (const Tensor& c : d->constants) not_activations.push_back(c.storage().get());
+  Seen seen;
   for (const Value& a : args)
-    for_each_tensor(a, [&](const Tensor& t) { not_activations.push_back(t.storage().get()); });
+    for_each_tensor(a, [&](const Tensor& t) { not_activations.push_back(t.storage().get()); }, seen);
   std::sort(not_activations.begin(), not_activations.end());
 }
 
@@ -653,8 +664,9 @@ void VirtualMachine::Impl::measure_memory() {
     trace_ranges.emplace_back(begin, begin + t.nbytes());
   };
   const Reg* all = regs.data();
+  trace_seen.clear();
   for (std::size_t k = 0, n = std::size_t{base} + frame_size; k < n; ++k) {
-    for_each_tensor(all[k], add);
+    for_each_tensor(all[k], add, trace_seen);
     if (all[k].kind == Reg::Kind::storage) trace_storages.push_back(all[k].s.get());
   }
   std::sort(trace_storages.begin(), trace_storages.end());
