@@ -37,15 +37,76 @@ bool load_depends_on(const te::LoadNode& load, const te::VarNode* var) {
   return std::any_of(load.indices.begin(), load.indices.end(), [&](const Expr& i) { return depends_on(i, var); });
 }
 
-}  // namespace
+// `index` is lowering's row-major index with `j` last: `... * N + j`, or j.
+bool contiguous_index(const Expr& index, const te::VarNode* j) {
+  const auto* add = index.as<te::BinaryNode>();
+  return index.get() == j || (add != nullptr && add->op == te::BinaryOp::add && add->b.get() == j && !depends_on(add->a, j));
+}
 
-std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage) {
+std::vector<const Stmt*> loop_nest(const Stage& stage, const Stmt*& innermost) {
   std::vector<const Stmt*> loops;
   const Stmt* s = stage.body.get();
   while (s != nullptr && s->kind == Stmt::Kind::loop) {
     loops.push_back(s);
     s = s->body.get();
   }
+  innermost = s;
+  return loops;
+}
+
+}  // namespace
+
+std::optional<OuterProductStage> match_outer_product(const KernelIR& kernel, const Stage& stage) {
+  const Stmt* s = nullptr;
+  const std::vector<const Stmt*> loops = loop_nest(stage, s);
+  // At least one loop outside k (lowering makes one for a rank-1 output).
+  if (s == nullptr || loops.size() < 3 || kernel.buffers[static_cast<std::size_t>(s->buffer)].tensor.dtype() != DType::f32)
+    return std::nullopt;
+  const auto* update = s->value.as<te::BinaryNode>();
+  if (update == nullptr || update->op != te::BinaryOp::add) return std::nullopt;
+  const auto* before = update->a.as<te::LoadNode>();
+  const auto* product = update->b.as<te::BinaryNode>();
+  if (before == nullptr || before->checked || kernel.buffer_of.at(before->tensor.get()) != s->buffer ||
+      product == nullptr || product->op != te::BinaryOp::mul || !is_f32_buffer_load(kernel, product->a) ||
+      !is_f32_buffer_load(kernel, product->b))
+    return std::nullopt;
+  OuterProductStage op;
+  op.store = s;
+  op.cols = loops.back();
+  op.k = loops[loops.size() - 2];
+  const te::VarNode* j = op.cols->var.node();
+  const te::VarNode* k = op.k->var.node();
+  if (!contiguous_index(s->index, j) || depends_on(s->index, k) || depends_on(op.cols->extent, k)) return std::nullopt;
+  const auto* x = product->a.as<te::LoadNode>();
+  const auto* y = product->b.as<te::LoadNode>();
+  if (load_depends_on(*x, j) == load_depends_on(*y, j)) return std::nullopt;
+  op.a = load_depends_on(*x, j) ? y : x;
+  op.b = load_depends_on(*x, j) ? x : y;
+  if (op.b->indices.back().get() != j ||
+      std::any_of(op.b->indices.begin(), op.b->indices.end() - 1, [&](const Expr& i) { return depends_on(i, j); }))
+    return std::nullopt;
+  // rows: the loop outside k (past unit loops, but not the outermost) that a reads along.
+  std::size_t r = loops.size() - 2;
+  while (r > 1 && is_unit(*loops[r - 1])) --r;
+  if (load_depends_on(*op.a, loops[r - 1]->var.node()) && !load_depends_on(*op.b, loops[r - 1]->var.node())) {
+    op.rows = loops[r - 1];
+    op.outer.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(r - 1));
+  } else {
+    op.outer.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(r));
+  }
+  op.unit.assign(loops.begin() + static_cast<std::ptrdiff_t>(r), loops.end() - 2);
+  // The extents of k and the columns are evaluated once per tile.
+  for (const Stmt* inner : {op.rows, op.k, op.cols}) {
+    if (inner == nullptr) continue;
+    if (depends_on(op.k->extent, inner->var.node()) || depends_on(op.cols->extent, inner->var.node()))
+      return std::nullopt;
+  }
+  return op;
+}
+
+std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage) {
+  const Stmt* s = nullptr;
+  const std::vector<const Stmt*> loops = loop_nest(stage, s);
   // A leading loop of extent 1 (lowering gives none: see lower_stage)
   // would be the range split across threads: not a tile's row or column.
   if (s == nullptr || loops.empty() || (loops.size() > 1 && is_unit(*loops.front()))) return std::nullopt;

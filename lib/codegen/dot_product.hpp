@@ -38,4 +38,35 @@ struct DotProductStage {
 /// The dot-product form of `stage` of `kernel`, or nullopt if it is not one.
 [[nodiscard]] std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage);
 
+// The other form of a product: matmul's `a · b` with b not transposed, which
+// lowering sums with k outside the columns (lower_reduction_outside), after
+// a stage that stores init:
+//
+//   for <outer loops> :             (any; the outermost may be split across threads)
+//     for i in [0, M) :             `rows` (may be absent)
+//       for <unit loops> :
+//         for k in [0, K) :
+//           for j in [0, N) :       `cols`
+//             out[f(..., i, j)] = out[f(..., i, j)] + a[..., i, k] * b[..., k, j]
+//
+// where b's last index is exactly j and no other depends on it, a does not
+// depend on j nor b on i, neither load is checked, everything is f32, and f
+// is lowering's row-major index (`... * N + j`). A tile of rows × vectors of
+// columns then keeps its sums in registers across k: each k broadcasts one
+// element of a per row and loads one vector of b per column vector (outer
+// products, no horizontal sums).
+struct OuterProductStage {
+  std::vector<const Stmt*> outer;  ///< loops outside `rows`, outermost first
+  const Stmt* rows = nullptr;      ///< null: a single row
+  std::vector<const Stmt*> unit;   ///< extent-1 loops between rows and k
+  const Stmt* k = nullptr;
+  const Stmt* cols = nullptr;
+  const Stmt* store = nullptr;
+  const te::LoadNode* a = nullptr;  ///< the row operand (independent of cols)
+  const te::LoadNode* b = nullptr;  ///< the column operand, contiguous in cols
+};
+
+/// The outer-product form of `stage` of `kernel`, or nullopt if it is not one.
+[[nodiscard]] std::optional<OuterProductStage> match_outer_product(const KernelIR& kernel, const Stage& stage);
+
 }  // namespace nimble::codegen

@@ -267,13 +267,68 @@ TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis
 
   const Ref<Kernel> kernel = codegen::compile_cpu_kernel("matmul", in, out);
   Rng rng(5);
-  const Tensor a = random_tensor(rng, {300, 70}, DType::f32, {.specials = false});
-  const Tensor b = random_tensor(rng, {70, 129}, DType::f32, {.specials = false});
+  const Range values{.lo = -1, .hi = 1, .specials = false};
+  const Tensor a = random_tensor(rng, {300, 70}, DType::f32, values);
+  const Tensor b = random_tensor(rng, {70, 129}, DType::f32, values);
   const auto [one, two] = run_on_one_and_two_threads(*kernel, {a, b}, {300, 129});
   // Each element sums over k in order on any number of threads.
   CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
   const Value expected = ops::matmul().reference(std::vector<Value>{a, b}, {});
-  CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-5}));
+  CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * 71}));
+}
+
+TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register tiles of outer products", "[jit]") {
+  te::SymbolTable symbols;
+  const auto input = [&](std::vector<ir::Dim> dims, const char* name) {
+    const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
+    return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
+  };
+  const auto tiled = [](std::span<const te::Tensor> in, std::span<const te::Tensor> out) {
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("k", in, out);
+    int n = 0;
+    for (const codegen::Stage& stage : ir.stages) n += codegen::match_outer_product(ir, stage).has_value();
+    return n;
+  };
+  const ir::Dim m("m"), k("k"), n("n"), b("b");
+  const std::vector<te::Tensor> mm_in{input({m, k}, "a"), input({k, n}, "w")};
+  const std::vector<te::Tensor> mm_out = ops::matmul().compute(mm_in, {});
+  // Attention's p · v: a batch of products (the batch is the loop split across threads).
+  const std::vector<te::Tensor> bmm_in{input({b, m, k}, "p"), input({b, k, n}, "v")};
+  const std::vector<te::Tensor> bmm_out = ops::batch_matmul().compute(bmm_in, {});
+  const std::vector<te::Tensor> bmt_in{input({b, m, k}, "q"), input({b, n, k}, "kt")};
+  const std::vector<te::Tensor> bmt_out = ops::batch_matmul().compute(bmt_in, {{"transpose_b", true}});
+  CHECK(tiled(mm_in, mm_out) == 1);
+  CHECK(tiled(bmm_in, bmm_out) == 1);
+  CHECK(tiled(bmt_in, bmt_out) == 0);  // b[j, k]: a dot product (the test above)
+
+  const Ref<Kernel> mm = codegen::compile_cpu_kernel("matmul", mm_in, mm_out);
+  const Ref<Kernel> bmm = codegen::compile_cpu_kernel("batch_matmul", bmm_in, bmm_out);
+  Rng rng(12);
+  const Range values{.lo = -1, .hi = 1, .specials = false};
+  // Rows around the tile's 6, columns around one and two vectors of 4, 8
+  // and 16 lanes (the masked tail), k around nothing.
+  const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 40};
+  const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
+  const std::int64_t ks[] = {0, 1, 3, 64, 301};
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::int64_t rows = ms[pick(rng, 0, 6)], cols = ns[pick(rng, 0, 11)], depth = ks[pick(rng, 0, 4)];
+    INFO("m " << rows << " n " << cols << " k " << depth);
+    // Each element sums over k in order, with a fused multiply-add per step.
+    const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
+    const auto check = [&](const Kernel& kernel, const ir::OpDef& op, const std::vector<Tensor>& in,
+                           const Shape& shape) {
+      const Value expected = op.reference(std::vector<Value>(in.begin(), in.end()), {});
+      const auto [one, two] = run_on_one_and_two_threads(kernel, in, shape);
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), tolerance));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    };
+    check(*mm, ops::matmul(),
+          {random_tensor(rng, {rows, depth}, DType::f32, values), random_tensor(rng, {depth, cols}, DType::f32, values)},
+          {rows, cols});
+    check(*bmm, ops::batch_matmul(),
+          {random_tensor(rng, {3, rows, depth}, DType::f32, values), random_tensor(rng, {3, depth, cols}, DType::f32, values)},
+          {3, rows, cols});
+  }
 }
 
 TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {

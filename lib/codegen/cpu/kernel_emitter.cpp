@@ -198,6 +198,19 @@ class FunctionEmitter {
     dot_ = nullptr;
   }
 
+  // An outer-product stage (dot_product.hpp) as tiles of kOuterRows rows ×
+  // two vectors of columns (then one, then one masked for the last few),
+  // their sums in registers across k, added to the output (which the stage
+  // before set to init). Each element still sums over k in order.
+  void outer_product_stage(const OuterProductStage& op, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
+    op_ = &op;
+    tile_.lanes = lanes;
+    vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), lanes);
+    outer_product_outer(0, begin, end);
+    for (const Stmt* u : op.unit) vars_.erase(u->var.node());
+    op_ = nullptr;
+  }
+
   llvm::Value* expr(const Expr& e) {
     switch (e.kind()) {
       case ExprKind::int_imm: {
@@ -693,10 +706,7 @@ class FunctionEmitter {
     llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
     b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
     b_.SetInsertPoint(tail);
-    std::vector<llvm::Constant*> lane_index;
-    for (unsigned n = 0; n < tile_.lanes; ++n) lane_index.push_back(b_.getInt32(n));
-    step(kend, b_.CreateICmpULT(llvm::ConstantVector::get(lane_index),
-                                b_.CreateVectorSplat(tile_.lanes, b_.CreateTrunc(rest, b_.getInt32Ty()))));
+    step(kend, lanes_below(rest));
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     for (int r = 0; r < mr; ++r)
@@ -712,6 +722,118 @@ class FunctionEmitter {
     if (row) vars_.erase(row);
     vars_.erase(col);
   }
+
+  // The loops outside the row loop, then the tiles. [begin, end) is the
+  // range of the stage's outermost loop.
+  void outer_product_outer(std::size_t level, llvm::Value* begin, llvm::Value* end) {
+    const OuterProductStage& op = *op_;
+    if (level < op.outer.size()) {
+      const Stmt& l = *op.outer[level];
+      loop(begin ? begin : b_.getInt64(0), end ? end : expr(l.extent), [&](llvm::Value* iv) {
+        vars_[l.var.node()] = iv;
+        outer_product_outer(level + 1, nullptr, nullptr);
+      });
+      vars_.erase(l.var.node());
+      return;
+    }
+    for (const Stmt* u : op.unit) vars_[u->var.node()] = b_.getInt64(0);
+    if (!op.rows) {
+      outer_product_columns(nullptr, 1);
+      return;
+    }
+    llvm::Value* rows_end = end ? end : expr(op.rows->extent);
+    llvm::Value* i = stepped_loop(begin ? begin : b_.getInt64(0), rows_end, b_.getInt64(kOuterRows), true,
+                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows); });
+    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1); });
+  }
+
+  void outer_product_columns(llvm::Value* i0, int mr) {
+    llvm::Value* n = expr(op_->cols->extent);
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    llvm::Value* j = stepped_loop(b_.getInt64(0), n, b_.getInt64(2 * lanes), true,
+                                  [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 2, nullptr); });
+    j = stepped_loop(j, n, b_.getInt64(lanes), true, [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 1, nullptr); });
+    llvm::Value* rest = b_.CreateSub(n, j);
+    llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "tile.tail", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
+    b_.SetInsertPoint(tail);
+    outer_product_tile(i0, mr, j, 1, lanes_below(rest));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  // The mask of the lanes below `count` (0 < count < lanes).
+  llvm::Value* lanes_below(llvm::Value* count) {
+    std::vector<llvm::Constant*> lane_index;
+    for (unsigned n = 0; n < tile_.lanes; ++n) lane_index.push_back(b_.getInt32(n));
+    return b_.CreateICmpULT(llvm::ConstantVector::get(lane_index),
+                            b_.CreateVectorSplat(tile_.lanes, b_.CreateTrunc(count, b_.getInt32Ty())));
+  }
+
+  // mr rows from i0 × nv vectors of columns from j0 (with `mask`, one
+  // vector, only its lanes in the mask).
+  void outer_product_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* mask) {
+    const OuterProductStage& op = *op_;
+    const te::VarNode* row = op.rows ? op.rows->var.node() : nullptr;
+    const te::VarNode* col = op.cols->var.node();
+    const te::VarNode* kv = op.k->var.node();
+    const int b_buffer = buffer_of(op.b->tensor), out = op.store->buffer;
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    const auto vector_at = [&](int buffer, llvm::Value* p, llvm::Value* value) -> llvm::Value* {
+      llvm::Instruction* access = nullptr;
+      if (value && mask)
+        access = b_.CreateMaskedStore(value, p, llvm::Align(4), mask);
+      else if (value)
+        access = b_.CreateAlignedStore(value, p, llvm::Align(4));
+      else if (mask)
+        access = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+      else
+        access = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
+      annotate(access, buffer);
+      return access;
+    };
+    std::vector<llvm::AllocaInst*> acc;
+    for (int n = 0; n < mr * nv; ++n) {
+      acc.push_back(local(vector_));
+      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
+    }
+    loop(b_.getInt64(0), expr(op.k->extent), [&](llvm::Value* kk) {
+      vars_[kv] = kk;
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v) {
+        vars_[col] = plus(j0, v * lanes);
+        bv.push_back(vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr));
+      }
+      for (int r = 0; r < mr; ++r) {
+        if (row) vars_[row] = plus(i0, r);
+        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, load(*op.a));
+        for (int v = 0; v < nv; ++v) {
+          llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
+          b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
+                                            {a, bv[static_cast<std::size_t>(v)], b_.CreateLoad(vector_, sum)}),
+                         sum);
+        }
+      }
+    });
+    vars_.erase(kv);
+    for (int r = 0; r < mr; ++r) {
+      if (row) vars_[row] = plus(i0, r);
+      for (int v = 0; v < nv; ++v) {
+        vars_[col] = plus(j0, v * lanes);
+        llvm::Value* p = element_ptr(out, expr(op.store->index));
+        vector_at(out, p, b_.CreateFAdd(vector_at(out, p, nullptr), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nv + v)])));
+      }
+    }
+    if (row) vars_.erase(row);
+    vars_.erase(col);
+  }
+
+  llvm::Value* plus(llvm::Value* v, std::int64_t n) { return n == 0 ? v : b_.CreateAdd(v, b_.getInt64(n), "", true, true); }
+
+  // Rows of an outer-product tile: 6 × 2 vectors of sums, two of b and one
+  // of a broadcast fit 16 vector registers.
+  static constexpr int kOuterRows = 6;
 
   // Floats of b one column block spans (its rows × K): 192 KiB, within L2.
   static constexpr std::int64_t kColumnBlockFloats = 48 * 1024;
@@ -729,6 +851,7 @@ class FunctionEmitter {
   std::vector<llvm::Value*> base_;
   std::unordered_map<const te::VarNode*, llvm::Value*> vars_;
   const DotProductStage* dot_ = nullptr;  // while emitting a dot-product stage
+  const OuterProductStage* op_ = nullptr;  // while emitting an outer-product stage
   DotTile tile_;
   llvm::FixedVectorType* vector_ = nullptr;
 };
@@ -810,6 +933,8 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   e.stage_name = stage.name;
   if (const std::optional<DotProductStage> dot = match_dot_product(state.kernel, stage))
     e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));
+  else if (const std::optional<OuterProductStage> op = match_outer_product(state.kernel, stage))
+    e.outer_product_stage(*op, dot_tile(options.vector_bits).lanes, e.arg(3), e.arg(4));
   else
     e.stmt(*stage.body, e.arg(3), e.arg(4));
   e.builder().CreateRet(e.builder().getInt32(0));
