@@ -88,6 +88,14 @@ DotTile dot_tile(unsigned vector_bits) {
   return {std::max(4u, vector_bits / 32), 4, 3};
 }
 
+// A panel of an outer-product stage's b: steps [k_begin, k_begin + k_size)
+// of k, each two contiguous vectors of columns.
+struct Panel {
+  llvm::Value* data;
+  llvm::Value* k_begin;
+  llvm::Value* k_size;
+};
+
 class FunctionEmitter {
  public:
   // `prologue`: the function that checks the bindings' buckets (a stage
@@ -738,19 +746,81 @@ class FunctionEmitter {
     }
     for (const Stmt* u : op.unit) vars_[u->var.node()] = b_.getInt64(0);
     if (!op.rows) {
-      outer_product_columns(nullptr, 1);
+      outer_product_columns(nullptr, 1, b_.getInt64(0));
       return;
     }
+    llvm::Value* rows_begin = begin ? begin : b_.getInt64(0);
     llvm::Value* rows_end = end ? end : expr(op.rows->extent);
-    llvm::Value* i = stepped_loop(begin ? begin : b_.getInt64(0), rows_end, b_.getInt64(kOuterRows), true,
-                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows); });
-    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1); });
+    // With enough rows, the whole panels of columns go through packed_panels;
+    // the columns left (and all, with few rows) are read from b in place.
+    llvm::Value* n = expr(op.cols->extent);
+    llvm::Value* nr = b_.getInt64(2 * static_cast<std::int64_t>(tile_.lanes));
+    llvm::Value* packed = b_.CreateICmpSGE(b_.CreateSub(rows_end, rows_begin), b_.getInt64(kPackedMinRows));
+    llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(n, nr), nr);
+    llvm::Value* from = b_.CreateSelect(packed, whole, b_.getInt64(0));
+    llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "packed", fn_);
+    llvm::BasicBlock* rest = llvm::BasicBlock::Create(c_, "packed.rest", fn_);
+    b_.CreateCondBr(packed, yes, rest);
+    b_.SetInsertPoint(yes);
+    packed_panels(rows_begin, rows_end, whole);
+    b_.CreateBr(rest);
+    b_.SetInsertPoint(rest);
+    llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true,
+                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from); });
+    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from); });
   }
 
-  void outer_product_columns(llvm::Value* i0, int mr) {
+  // Columns [0, whole) (whole panels) of rows [rows_begin, rows_end): for
+  // each block of k and each panel of two vectors of columns, b's rows are
+  // copied into one contiguous panel (kPanelFloats: L1-resident, where rows
+  // of b a power of two apart would all fall in the same few cache sets),
+  // then every tile of rows passes over it.
+  void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* whole) {
+    const OuterProductStage& op = *op_;
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    const std::int64_t nr = 2 * lanes, panel_k = kPanelFloats / nr;
+    const te::VarNode* kv = op.k->var.node();
+    const te::VarNode* col = op.cols->var.node();
+    const int b_buffer = buffer_of(op.b->tensor);
+    llvm::AllocaInst* panel = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kPanelFloats)));
+    panel->setAlignment(llvm::Align(64));
+    llvm::Value* k = expr(op.k->extent);
+    stepped_loop(b_.getInt64(0), k, b_.getInt64(panel_k), false, [&](llvm::Value* pc) {
+      const Panel block{.data = panel,
+                        .k_begin = pc,
+                        .k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(panel_k), b_.CreateSub(k, pc))};
+      stepped_loop(b_.getInt64(0), whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
+        loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
+          vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
+          for (std::int64_t v = 0; v < 2; ++v) {
+            vars_[col] = plus(j0, v * lanes);
+            llvm::LoadInst* x = b_.CreateAlignedLoad(vector_, element_ptr(b_buffer, flat_index(*op.b)), llvm::Align(4));
+            annotate(x, b_buffer);
+            b_.CreateAlignedStore(x, panel_at(block, kk, v), llvm::Align(4 * tile_.lanes));
+          }
+        });
+        vars_.erase(kv);
+        vars_.erase(col);
+        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
+          outer_product_tile(i0, kOuterRows, j0, 2, nullptr, &block);
+        });
+        loop(i, rows_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &block); });
+      });
+    });
+  }
+
+  // Vector v of step kk of a panel.
+  llvm::Value* panel_at(const Panel& panel, llvm::Value* kk, std::int64_t v) {
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    return b_.CreateInBoundsGEP(b_.getFloatTy(), panel.data,
+                                b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(2 * lanes)), b_.getInt64(v * lanes)));
+  }
+
+  // Tiles of rows from i0 over the columns from `from` to the end, reading b in place.
+  void outer_product_columns(llvm::Value* i0, int mr, llvm::Value* from) {
     llvm::Value* n = expr(op_->cols->extent);
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    llvm::Value* j = stepped_loop(b_.getInt64(0), n, b_.getInt64(2 * lanes), true,
+    llvm::Value* j = stepped_loop(from, n, b_.getInt64(2 * lanes), true,
                                   [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 2, nullptr); });
     j = stepped_loop(j, n, b_.getInt64(lanes), true, [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 1, nullptr); });
     llvm::Value* rest = b_.CreateSub(n, j);
@@ -772,8 +842,10 @@ class FunctionEmitter {
   }
 
   // mr rows from i0 × nv vectors of columns from j0 (with `mask`, one
-  // vector, only its lanes in the mask).
-  void outer_product_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* mask) {
+  // vector, only its lanes in the mask), over all of k from b in place, or
+  // over a panel's block of k from the panel.
+  void outer_product_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* mask,
+                          const Panel* panel = nullptr) {
     const OuterProductStage& op = *op_;
     const te::VarNode* row = op.rows ? op.rows->var.node() : nullptr;
     const te::VarNode* col = op.cols->var.node();
@@ -798,12 +870,13 @@ class FunctionEmitter {
       acc.push_back(local(vector_));
       b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
     }
-    loop(b_.getInt64(0), expr(op.k->extent), [&](llvm::Value* kk) {
-      vars_[kv] = kk;
+    loop(b_.getInt64(0), panel ? panel->k_size : expr(op.k->extent), [&](llvm::Value* kk) {
+      vars_[kv] = panel ? b_.CreateAdd(panel->k_begin, kk, "", true, true) : kk;
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < nv; ++v) {
         vars_[col] = plus(j0, v * lanes);
-        bv.push_back(vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr));
+        bv.push_back(panel ? b_.CreateAlignedLoad(vector_, panel_at(*panel, kk, v), llvm::Align(4 * tile_.lanes))
+                           : vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr));
       }
       for (int r = 0; r < mr; ++r) {
         if (row) vars_[row] = plus(i0, r);
@@ -834,6 +907,10 @@ class FunctionEmitter {
   // Rows of an outer-product tile: 6 × 2 vectors of sums, two of b and one
   // of a broadcast fit 16 vector registers.
   static constexpr int kOuterRows = 6;
+  // A panel of b: 16 KiB, half of L1. Rows below which packing does not pay
+  // (two tiles).
+  static constexpr std::int64_t kPanelFloats = 4096;
+  static constexpr std::int64_t kPackedMinRows = 2 * kOuterRows;
 
   // Floats of b one column block spans (its rows × K): 192 KiB, within L2.
   static constexpr std::int64_t kColumnBlockFloats = 48 * 1024;
