@@ -48,7 +48,9 @@ struct CompileReport {
 struct CompileOptions {
   /// Constant folding, common subexpressions, exact algebraic identities,
   /// dead code (a run-time error of code whose result nothing reads may
-  /// then not be raised).
+  /// then not be raised); then a dense whose weight is a constant (and whose
+  /// input has more than one row) becomes a matmul with the weight
+  /// transposed once, at compile time (its sums then round in another order).
   bool simplify = true;
   /// Groups op calls into fused kernels (one launch each): elementwise and
   /// injective chains, reductions with their injective producers and

@@ -13,6 +13,11 @@ namespace nimble::passes {
 /// (simplify.cpp states the rules).
 [[nodiscard]] ir::Module simplify(const ir::Module& module);
 
+/// A dense whose weight is a 2-d f32 constant and whose input has more
+/// than one row becomes matmul(x, Wᵀ) + bias, Wᵀ computed here once
+/// (pretranspose_weights.cpp says why).
+[[nodiscard]] ir::Module pretranspose_weights(const ir::Module& module);
+
 /// Groups op calls into primitive functions (`primitive fn`), one kernel
 /// each: elementwise / broadcast / injective chains, a reduction with its
 /// injective producers and consumers, dense / matmul with an injective

@@ -84,9 +84,12 @@ def @layer(%h: f32[n, 4], %w: f32[4, 4]) -> f32[n, 4] {
 )";
 
 /// `pass` on `input` prints as `expected` (both start with a newline, which
-/// is dropped); the first function must be an entry.
+/// is dropped); the first function must be an entry. The results must be
+/// bit for bit the same, or with `tolerance`, close (a pass that reorders a
+/// sum).
 template <class Pass>
-void check_golden(Pass&& pass, const std::string& input, const std::string& expected) {
+void check_golden(Pass&& pass, const std::string& input, const std::string& expected,
+                  std::optional<Tolerance> tolerance = std::nullopt) {
   ir::Module m = ir::parse(input, "input.nir");
   ir::verify(m);
   ir::infer_types(m);
@@ -119,7 +122,7 @@ void check_golden(Pass&& pass, const std::string& input, const std::string& expe
       raised_after = e.kind();
     }
     CHECK(raised_after == raised_before);
-    if (before && after) CHECK(same_value(*after, *before));
+    if (before && after) CHECK((tolerance ? close_value(*after, *before, *tolerance) : same_value(*after, *before)));
   }
 }
 

@@ -137,9 +137,9 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     codegen::register_jit_provider();
   });
   // The pipeline, in order:
-  //  2. fuse_ops: the bytecode compiler manifests memory per kernel, so each
+  //  3. fuse_ops: the bytecode compiler manifests memory per kernel, so each
   //     fused group gets its outputs' allocations (and one launch);
-  //  4. the bytecode compiler: manifest memory, shape computation, lambda
+  //  5. the bytecode compiler: manifest memory, shape computation, lambda
   //     lifting, match compilation, then per function memory planning
   //     (which needs the final instruction stream's liveness), a kill after
   //     each value's last use (of the planned stream) and register
@@ -158,11 +158,18 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     optimized = passes::simplify(optimized);
     after("simplify", optimized);
   }
+  //  2. pretranspose_weights: constant weights in the layout the faster
+  //     product reads, once (after folding, which may make them constant;
+  //     before fusion, which then takes the bias add as an epilogue);
+  if (options.simplify) {
+    optimized = passes::pretranspose_weights(optimized);
+    after("pretranspose_weights", optimized);
+  }
   if (options.fuse_ops) {
     optimized = passes::fuse_ops(optimized);
     after("fuse_ops", optimized);
   }
-  //  3. place_devices: after fusion, so that a fused group is one kernel on
+  //  4. place_devices: after fusion, so that a fused group is one kernel on
   //     one device and copies go only between kernels, never inside one;
   //     before the bytecode compiler, which allocates each value where it
   //     was placed.
