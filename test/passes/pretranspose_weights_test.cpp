@@ -52,7 +52,7 @@ TEST_CASE("pretranspose_weights: compiled, a dense with a constant weight matche
                 [&](Expr x) { return tanh(dense(x, constant(w), constant(bias))); }));
   const ir::Module m = b.build();
   vm::VirtualMachine machine(compile(m));
-  for (const std::int64_t rows : {0, 1, 5, 6, 13, 40}) {
+  for (const std::int64_t rows : {0, 1, 5, 6, 13, 40, 100}) {
     INFO("rows " << rows);
     const Tensor x = random_tensor(rng, {rows, 70}, DType::f32, values);
     const Value expected = evaluate(m, "f", {x});
