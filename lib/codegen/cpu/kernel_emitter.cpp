@@ -207,7 +207,7 @@ class FunctionEmitter {
   }
 
   // An outer-product stage (dot_product.hpp) as tiles of kOuterRows rows ×
-  // two vectors of columns (then one, then one masked for the last few),
+  // two vectors of columns (then one masked vector at a time for the rest),
   // their sums in registers across k, added to the output (which the stage
   // before set to init). Each element still sums over k in order.
   void outer_product_stage(const OuterProductStage& op, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
@@ -822,18 +822,15 @@ class FunctionEmitter {
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     llvm::Value* j = stepped_loop(from, n, b_.getInt64(2 * lanes), true,
                                   [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 2, nullptr); });
-    j = stepped_loop(j, n, b_.getInt64(lanes), true, [&](llvm::Value* j0) { outer_product_tile(i0, mr, j0, 1, nullptr); });
-    llvm::Value* rest = b_.CreateSub(n, j);
-    llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "tile.tail", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
-    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
-    b_.SetInsertPoint(tail);
-    outer_product_tile(i0, mr, j, 1, lanes_below(rest));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    // Fewer than two vectors left: one masked vector at a time (one tile
+    // variant less to compile; these columns are few).
+    stepped_loop(j, n, b_.getInt64(lanes), false, [&](llvm::Value* j0) {
+      llvm::Value* left = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(n, j0), b_.getInt64(lanes));
+      outer_product_tile(i0, mr, j0, 1, lanes_below(left));
+    });
   }
 
-  // The mask of the lanes below `count` (0 < count < lanes).
+  // The mask of the lanes below `count` (0 < count <= lanes).
   llvm::Value* lanes_below(llvm::Value* count) {
     std::vector<llvm::Constant*> lane_index;
     for (unsigned n = 0; n < tile_.lanes; ++n) lane_index.push_back(b_.getInt32(n));
