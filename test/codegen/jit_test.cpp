@@ -135,6 +135,24 @@ std::pair<Tensor, Tensor> run_on_one_and_two_threads(const Kernel& kernel, const
   return {one, two};
 }
 
+// Kernel inputs of f32 with the given (symbolic) dims.
+struct SymbolicInputs {
+  te::SymbolTable symbols;
+  te::Tensor operator()(std::vector<ir::Dim> dims, const char* name) {
+    const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
+    return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
+  }
+};
+
+// How many stages of the kernel computing `out` from `in` `match` recognizes.
+template <class Match>
+int stages_matching(std::span<const te::Tensor> in, std::span<const te::Tensor> out, Match match) {
+  const codegen::KernelIR ir = codegen::lower_to_kernel_ir("k", in, out);
+  int n = 0;
+  for (const codegen::Stage& stage : ir.stages) n += match(ir, stage).has_value();
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("jit: every op with a rule matches its reference kernel on random calls", "[jit]") {
@@ -278,16 +296,9 @@ TEST_CASE("jit: matmul sums with the reduction outside the innermost output axis
 }
 
 TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register tiles of outer products", "[jit]") {
-  te::SymbolTable symbols;
-  const auto input = [&](std::vector<ir::Dim> dims, const char* name) {
-    const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
-    return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
-  };
+  SymbolicInputs input;
   const auto tiled = [](std::span<const te::Tensor> in, std::span<const te::Tensor> out) {
-    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("k", in, out);
-    int n = 0;
-    for (const codegen::Stage& stage : ir.stages) n += codegen::match_outer_product(ir, stage).has_value();
-    return n;
+    return stages_matching(in, out, codegen::match_outer_product);
   };
   const ir::Dim m("m"), k("k"), n("n"), b("b");
   const std::vector<te::Tensor> mm_in{input({m, k}, "a"), input({k, n}, "w")};
@@ -333,16 +344,10 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
 }
 
 TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {
-  te::SymbolTable symbols;
-  const auto input = [&](std::vector<ir::Dim> dims, const char* name) {
-    const ir::Type t = ir::tensor_type(std::move(dims), DType::f32);
-    return te::placeholder_for(*t.as<ir::TensorTypeNode>(), name, symbols);
-  };
+  SymbolicInputs input;
+  te::SymbolTable& symbols = input.symbols;
   const auto tiled = [](std::span<const te::Tensor> in, std::span<const te::Tensor> out) {
-    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("k", in, out);
-    int n = 0;
-    for (const codegen::Stage& stage : ir.stages) n += codegen::match_dot_product(ir, stage).has_value();
-    return n;
+    return stages_matching(in, out, codegen::match_dot_product);
   };
   const ir::Dim m("m"), k("k"), n("n"), b("b");
   const std::vector<te::Tensor> dense_in{input({m, k}, "x"), input({n, k}, "w"),

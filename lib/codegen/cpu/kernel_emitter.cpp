@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "codegen/dot_product.hpp"
@@ -201,7 +202,7 @@ class FunctionEmitter {
     dot_ = &dot;
     tile_ = tile;
     vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), tile.lanes);
-    dot_outer(0, begin, end);
+    around(dot.outer, begin, end, [&](llvm::Value* b, llvm::Value* e) { dot_tiles(b, e); });
     for (const Stmt* loop : dot.unit) vars_.erase(loop->var.node());
     dot_ = nullptr;
   }
@@ -214,7 +215,7 @@ class FunctionEmitter {
     op_ = &op;
     tile_.lanes = lanes;
     vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), lanes);
-    outer_product_outer(0, begin, end);
+    around(op.outer, begin, end, [&](llvm::Value* b, llvm::Value* e) { outer_product_tiles(b, e); });
     for (const Stmt* u : op.unit) vars_.erase(u->var.node());
     op_ = nullptr;
   }
@@ -606,20 +607,27 @@ class FunctionEmitter {
     return iv;
   }
 
-  // The loops outside the row loop, then the tiles. [begin, end) is the
-  // range split_extent gives the runtime: of the outermost outer loop, or
-  // with none, of the columns.
-  void dot_outer(std::size_t level, llvm::Value* begin, llvm::Value* end) {
-    const DotProductStage& d = *dot_;
-    if (level < d.outer.size()) {
-      const Stmt& l = *d.outer[level];
-      loop(begin ? begin : b_.getInt64(0), end ? end : expr(l.extent), [&](llvm::Value* iv) {
-        vars_[l.var.node()] = iv;
-        dot_outer(level + 1, nullptr, nullptr);
-      });
-      vars_.erase(l.var.node());
+  // The loops `outer` (outermost first) around inner(begin, end): [begin,
+  // end) bounds the first of them, or with none is passed on to inner.
+  template <class Inner>
+  void around(std::span<const Stmt* const> outer, llvm::Value* begin, llvm::Value* end, Inner&& inner) {
+    if (outer.empty()) {
+      inner(begin, end);
       return;
     }
+    const Stmt& l = *outer.front();
+    loop(begin ? begin : b_.getInt64(0), end ? end : expr(l.extent), [&](llvm::Value* iv) {
+      vars_[l.var.node()] = iv;
+      around(outer.subspan(1), nullptr, nullptr, inner);
+    });
+    vars_.erase(l.var.node());
+  }
+
+  // The tiles, inside the loops outside the row loop. [begin, end) is the
+  // range split_extent gives the runtime: of the outermost outer loop, or
+  // with none, of the columns.
+  void dot_tiles(llvm::Value* begin, llvm::Value* end) {
+    const DotProductStage& d = *dot_;
     // Unit loops lie inside an outer or row loop (match_dot_product).
     for (const Stmt* u : d.unit) vars_[u->var.node()] = b_.getInt64(0);
     // Reached with a range only when there are no outer loops: then it is
@@ -731,19 +739,10 @@ class FunctionEmitter {
     vars_.erase(col);
   }
 
-  // The loops outside the row loop, then the tiles. [begin, end) is the
+  // The tiles, inside the loops outside the row loop. [begin, end) is the
   // range of the stage's outermost loop.
-  void outer_product_outer(std::size_t level, llvm::Value* begin, llvm::Value* end) {
+  void outer_product_tiles(llvm::Value* begin, llvm::Value* end) {
     const OuterProductStage& op = *op_;
-    if (level < op.outer.size()) {
-      const Stmt& l = *op.outer[level];
-      loop(begin ? begin : b_.getInt64(0), end ? end : expr(l.extent), [&](llvm::Value* iv) {
-        vars_[l.var.node()] = iv;
-        outer_product_outer(level + 1, nullptr, nullptr);
-      });
-      vars_.erase(l.var.node());
-      return;
-    }
     for (const Stmt* u : op.unit) vars_[u->var.node()] = b_.getInt64(0);
     if (!op.rows) {
       outer_product_columns(nullptr, 1, b_.getInt64(0));
