@@ -32,7 +32,21 @@ NIMBLE_IMPLS = ["nimble", "nimble_prepacked", "nimble_reference"]
 PEER_IMPLS = ["libtorch_fused", "libtorch_cell_loop", "libtorch_recursive", "libtorch",
               "handwritten", "openblas"]
 IMPL_ORDER = NIMBLE_IMPLS + PEER_IMPLS
-NAME = re.compile(r"^([^/]+)/([^/]+)/(\d+)/t(\d+)$")
+# <workload>/<impl>/<size>/t<threads>; the size is a number, or a shape such
+# as GEMM's "200x768x3072".
+NAME = re.compile(r"^([^/]+)/([^/]+)/(\d+(?:x\d+)*)/t(\d+)$")
+
+
+def parse_size(text):
+    """A plain size as an int, a shape ("MxKxN") as its text."""
+    return int(text) if text.isdigit() else text
+
+
+def size_key(size):
+    """Plain sizes first, by value; then shapes, by their dims."""
+    if isinstance(size, int):
+        return (0, size, ())
+    return (1, 0, tuple(int(d) for d in size.split("x")))
 ELEMWISE = re.compile(r"^ELEMWISE/([^/]+)/([^/]+)/(\d+)$")  # elemwise_bench: impl, op, n
 ELEMWISE_OPS = ["add", "sigmoid", "gelu"]
 # What Google Benchmark appends to a name: /iterations:1/repeats:20/manual_time
@@ -116,7 +130,7 @@ def merge(inputs):
                  "real_time": s.get("median"), "cpu_time": best.get("cpu_ms"), "time_unit": "ms"}
         m = NAME.match(name)
         if m and "checksum" in best["counters"]:  # a workload benchmark (not runtime_bench's)
-            entry.update(workload=m[1], impl=m[2], size=int(m[3]), num_threads=int(m[4]))
+            entry.update(workload=m[1], impl=m[2], size=parse_size(m[3]), num_threads=int(m[4]))
         mins = [r["stats"]["min"] for r in runs if "min" in r["stats"]]
         entry.update({"min": min(mins) if mins else None,
                       "p10": s.get("p10"), "p90": s.get("p90"), "mean": s.get("mean"),
@@ -128,7 +142,7 @@ def merge(inputs):
         if "workload" not in e:
             return (1, 0, 0, 0, 0, e["name"])
         w = e["workload"]
-        return (0, WORKLOAD_ORDER.index(w) if w in WORKLOAD_ORDER else 99, e["size"],
+        return (0, WORKLOAD_ORDER.index(w) if w in WORKLOAD_ORDER else 99, size_key(e["size"]),
                 IMPL_ORDER.index(e["impl"]) if e["impl"] in IMPL_ORDER else 99, e["num_threads"],
                 e["name"])
     benchmarks.sort(key=order)
@@ -155,9 +169,9 @@ def check_checksums(runs, tolerance):
     for r in runs:
         m = NAME.match(r["name"])
         if m and "checksum" in r["counters"]:
-            groups.setdefault((m[1], int(m[3])), []).append((m[2], int(m[4]), r))
+            groups.setdefault((m[1], parse_size(m[3])), []).append((m[2], int(m[4]), r))
     problems = []
-    for (workload, size), members in sorted(groups.items()):
+    for (workload, size), members in sorted(groups.items(), key=lambda g: (g[0][0], size_key(g[0][1]))):
         members.sort(key=lambda x: (x[0] != "nimble_reference", x[0], x[1]))
         ref_impl, ref_threads, ref = members[0]
         c0, a0 = ref["counters"]["checksum"], ref["counters"]["abssum"]
@@ -216,7 +230,7 @@ def table(merged, skipped=(), command="script/bench", notes=()):
     lines.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|")
 
     def row_key(k):
-        return (WORKLOAD_ORDER.index(k[0]) if k[0] in WORKLOAD_ORDER else 99, k[0], k[1])
+        return (WORKLOAD_ORDER.index(k[0]) if k[0] in WORKLOAD_ORDER else 99, k[0], size_key(k[1]))
     for key in sorted(rows, key=row_key):
         cells = rows[key]
         line = [key[0], str(key[1])]
