@@ -83,12 +83,14 @@ std::string build_id_of(const void* base) {
 }  // namespace
 
 const std::string& library_build_id() {
-  static const std::string id = [] {
+  // Never destroyed: a background compilation may read it while the process
+  // exits (BackgroundCompiler::process()).
+  static const std::string* const id = new std::string([] {
     Dl_info info{};
     if (dladdr(reinterpret_cast<const void*>(&library_build_id), &info) == 0) return std::string();
     return build_id_of(info.dli_fbase);
-  }();
-  return id;
+  }());
+  return *id;
 }
 
 bool trusted_cache_directory(const std::string& directory) {

@@ -13,6 +13,7 @@
 #include <tbb/task_arena.h>
 #endif
 
+#include "nimble/runtime/kernel.hpp"
 #include "runtime/stats_counters.hpp"
 
 namespace nimble {
@@ -101,6 +102,12 @@ BackgroundCompiler::BackgroundCompiler() : impl_(std::make_unique<Impl>()) { imp
 
 BackgroundCompiler& BackgroundCompiler::process() {
   static BackgroundCompiler* const compiler = [] {
+    // At exit, handlers and static destructors run in the reverse order of
+    // their registration: what the tasks use must be constructed before the
+    // wait is registered, so that it is destroyed only after the wait. The
+    // runtime's statics are made here; the code generator's never die.
+    (void)KernelCache::global();
+    stats::count_specialization_pending(0);
     auto* c = new BackgroundCompiler();
     std::atexit([] { process().wait(); });
     return c;

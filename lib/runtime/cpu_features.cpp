@@ -206,8 +206,10 @@ std::vector<std::string> detect() {
 }  // namespace
 
 const std::vector<std::string>& host_cpu_features() {
-  static const std::vector<std::string> features = detect();
-  return features;
+  // Never destroyed: a background compilation may read it while the process
+  // exits (BackgroundCompiler::process()).
+  static const std::vector<std::string>* const features = new std::vector<std::string>(detect());
+  return *features;
 }
 
 bool host_has_cpu_feature(std::string_view feature) {

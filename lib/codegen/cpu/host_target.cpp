@@ -14,7 +14,9 @@ bool HostTarget::has(std::string_view feature) const {
 }
 
 const HostTarget& host_target() {
-  static const HostTarget target = [] {
+  // Never destroyed: a background compilation may read it while the process
+  // exits (BackgroundCompiler::process()).
+  static const HostTarget* const target = new HostTarget([] {
     HostTarget t;
     t.triple = llvm::sys::getProcessTriple();
     t.cpu = llvm::sys::getHostCPUName().str();
@@ -22,8 +24,8 @@ const HostTarget& host_target() {
       if (feature.second) t.features.push_back(feature.first().str());
     std::sort(t.features.begin(), t.features.end());
     return t;
-  }();
-  return target;
+  }());
+  return *target;
 }
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
