@@ -2,8 +2,6 @@
 // (test/cuda/fake_driver.cpp) everywhere, and on a real GPU where the
 // machine has one (those cases say why they skip otherwise).
 #include <dlfcn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -22,6 +20,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/module.hpp"
 #include "runtime/cuda/stream.hpp"
+#include "support/ptxas.hpp"
 
 namespace nimble {
 namespace {
@@ -310,37 +309,17 @@ TEST_CASE("cuda: PTX the driver rejects is an Error carrying the driver's JIT lo
   fake.check_nothing_live();
 }
 
-// Where ptxas is: on PATH, or in the toolkit's usual place; "" if neither.
-std::string find_ptxas() {
-  if (std::system("command -v ptxas >/dev/null 2>&1") == 0) return "ptxas";
-  for (const char* p : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
-    if (std::filesystem::exists(p)) return p;
-  return "";
-}
-
-// ptxas's exit status on `ptx` for `arch`.
-int run_ptxas(const std::string& ptxas, const std::string& ptx, const std::string& arch) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path();
-  const std::filesystem::path file = dir / ("nimble_ptxas_" + std::to_string(::getpid()) + ".ptx");
-  {
-    std::ofstream out(file);
-    out << ptx;
-  }
-  const std::string command = ptxas + " -arch=" + arch + " " + file.string() + " -o /dev/null 2>/dev/null";
-  const int status = std::system(command.c_str());
-  std::filesystem::remove(file);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST_CASE("cuda: the tests' PTX passes ptxas for sm_80 and sm_90, and the PTX the fake rejects fails it", "[cuda]") {
-  const std::string ptxas = find_ptxas();
+  const std::string ptxas = testing::find_ptxas();
   if (ptxas.empty()) {
     WARN("skipped: no ptxas (the CUDA toolkit is not installed)");
     return;
   }
-  CHECK(run_ptxas(ptxas, add_one_ptx(), "sm_80") == 0);
-  CHECK(run_ptxas(ptxas, add_one_ptx(), "sm_90") == 0);
-  CHECK(run_ptxas(ptxas, ".target sm_90\n.entry k() { ret; }\n", "sm_90") != 0);
+  CHECK(testing::run_ptxas(ptxas, add_one_ptx(), "sm_80").status == 0);
+  CHECK(testing::run_ptxas(ptxas, add_one_ptx(), "sm_90").status == 0);
+  const testing::PtxasResult broken = testing::run_ptxas(ptxas, ".target sm_90\n.entry k() { ret; }\n", "sm_90");
+  CHECK(broken.status != 0);
+  CHECK_THAT(broken.log, Catch::Contains(".version"));
 }
 
 TEST_CASE("cuda: on a GPU, a PTX kernel runs on data copied to the device and back", "[cuda]") {

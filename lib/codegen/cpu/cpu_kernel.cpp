@@ -81,12 +81,17 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
 
 // Compiles `ir` with symbols named from `prefix`; stores it under `key` when
 // `store` is set.
+// The host CPU's kernel.
+EmittedKernel emit_for_host(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix) {
+  static const CpuEmitOptions host{.vector_bits = vector_bits(jit_object_target())};
+  return emit_cpu_kernel(ir, context, prefix, host);
+}
+
 Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_view bucket,
                     std::chrono::steady_clock::time_point start, const KernelStore* store,
-                    std::uint64_t key, std::string_view identity) {
+                    std::uint64_t key, std::string_view identity, const HostKernelEmitter& emit = emit_for_host) {
   auto context = std::make_unique<llvm::LLVMContext>();
-  static const CpuEmitOptions host{.vector_bits = vector_bits(jit_object_target())};
-  EmittedKernel emitted = emit_cpu_kernel(ir, *context, prefix, host);
+  EmittedKernel emitted = emit(ir, *context, prefix);
   const std::string object = compile_to_object(std::move(context), std::move(emitted.module));
   std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, ir.stages.size()));
   runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(emitted.errors));
@@ -110,6 +115,12 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), unique_symbol_prefix(), bucket.dims.empty() ? "" : bucket.to_string(), start,
                  nullptr, 0, {});
+}
+
+Ref<Kernel> compile_host_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                                std::span<const te::Tensor> outputs, const HostKernelEmitter& emit) {
+  const auto start = std::chrono::steady_clock::now();
+  return compile(lower_to_kernel_ir(name, inputs, outputs), unique_symbol_prefix(), "", start, nullptr, 0, {}, emit);
 }
 
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,

@@ -1,10 +1,12 @@
 // Compute rules compiled to machine code for the host CPU: the JIT's kernels.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 
 #include "nimble/runtime/kernel.hpp"
+#include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "ops/compute.hpp"
 #include "runtime/native_kernel.hpp"
@@ -27,6 +29,18 @@ struct KernelIR;
                                              std::span<const te::Tensor> inputs,
                                              std::span<const te::Tensor> outputs,
                                              const Bucket& bucket = {});
+
+/// What compile_host_kernel emits a kernel with: a module in `context`
+/// defining the prologue and stages kernel_emitter.hpp describes, their
+/// symbols prefixed with `prefix`.
+using HostKernelEmitter =
+    std::function<EmittedKernel(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix)>;
+
+/// As compile_cpu_kernel (generic), with the code `emit` makes of the
+/// rule's kernel IR: the GPU's schedule run on the host
+/// (codegen/cuda/gpu_kernel.hpp) is one.
+[[nodiscard]] Ref<Kernel> compile_host_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                                              std::span<const te::Tensor> outputs, const HostKernelEmitter& emit);
 
 /// The kernel of primitive `prim`, whose rule is `rule`, specialized for
 /// `bucket` (no dims: the generic kernel): loaded from `store` (the disk

@@ -945,13 +945,14 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
 // stage with no loops outside its rows splits its columns: each thread then
 // reads its share of b and all of a (rows would have every thread read all
 // of b, the weights, for a few rows each).
-const Expr& split_extent(const KernelIR& kernel, const Stage& stage) {
+const Expr& split_extent(const KernelIR& kernel, const Stage& stage, const CpuEmitOptions& options) {
+  if (!options.register_tiles) return stage.body->extent;
   if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
     return dot->cols->extent;
   return stage.body->extent;
 }
 
-void emit_prologue(ModuleState& state, llvm::Function* fn) {
+void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions& options) {
   const KernelIR& k = state.kernel;
   FunctionEmitter e(state, fn, true);
   llvm::IRBuilder<>& b = e.builder();
@@ -994,7 +995,7 @@ void emit_prologue(ModuleState& state, llvm::Function* fn) {
     b.CreateStore(v, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), sched, slot++));
   };
   for (const Stage& s : k.stages) {
-    put(e.expr(split_extent(k, s)));
+    put(e.expr(split_extent(k, s, options)));
     put(e.expr(s.work));
   }
   for (const Buffer& buffer : k.buffers)
@@ -1005,9 +1006,13 @@ void emit_prologue(ModuleState& state, llvm::Function* fn) {
 void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, const CpuEmitOptions& options) {
   FunctionEmitter e(state, fn, false);
   e.stage_name = stage.name;
-  if (const std::optional<DotProductStage> dot = match_dot_product(state.kernel, stage))
+  const std::optional<DotProductStage> dot =
+      options.register_tiles ? match_dot_product(state.kernel, stage) : std::nullopt;
+  const std::optional<OuterProductStage> op =
+      options.register_tiles && !dot ? match_outer_product(state.kernel, stage) : std::nullopt;
+  if (dot)
     e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));
-  else if (const std::optional<OuterProductStage> op = match_outer_product(state.kernel, stage))
+  else if (op)
     e.outer_product_stage(*op, dot_tile(options.vector_bits).lanes, e.arg(3), e.arg(4));
   else
     e.stmt(*stage.body, e.arg(3), e.arg(4));
@@ -1039,7 +1044,7 @@ EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context
   llvm::Type* ptr = llvm::PointerType::getUnqual(context);
   llvm::Type* i64 = llvm::Type::getInt64Ty(context);
   out.prologue = symbol_prefix + "_prologue";
-  emit_prologue(state, declare(m, out.prologue, {ptr, ptr, ptr, ptr}));
+  emit_prologue(state, declare(m, out.prologue, {ptr, ptr, ptr, ptr}), options);
   for (std::size_t s = 0; s < kernel.stages.size(); ++s) {
     out.stages.push_back(fmt::format("{}_stage{}", symbol_prefix, s));
     emit_stage(state, declare(m, out.stages.back(), {ptr, ptr, ptr, i64, i64}), kernel.stages[s], options);

@@ -45,6 +45,10 @@ struct CpuEmitOptions {
   /// The widest vector registers of the target CPU (128 SSE, 256 AVX, 512
   /// AVX-512): the width of explicitly vectorized code (dot-product tiles).
   unsigned vector_bits = 256;
+  /// Dot- and outer-product stages as register tiles (dot_product.hpp); off,
+  /// every stage is its plain loop nest, as the GPU's stages are (one
+  /// iteration of the outer loop per thread: codegen/cuda/gpu_kernel.hpp).
+  bool register_tiles = true;
 };
 
 /// Emits `kernel` into a new module of `context`, its symbols prefixed with

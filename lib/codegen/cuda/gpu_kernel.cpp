@@ -1,0 +1,263 @@
+#include "codegen/cuda/gpu_kernel.hpp"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Metadata.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <mutex>
+
+#include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/cpu/jit.hpp"
+#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/kernel_ir.hpp"
+#include "support/check.hpp"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace nimble::codegen {
+
+int CudaTarget::ptx_version() const {
+  switch (compute_capability) {
+    case 80: return 70;
+    case 86: return 71;
+    case 87: return 74;
+    case 89: return 78;
+    case 90: return 78;
+    default:
+      throw_error(ErrorKind::not_supported, "not supported: code for sm_{} (nimble targets sm_80, 86, 87, 89, 90)",
+                  compute_capability);
+  }
+}
+
+namespace {
+
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+
+// Renames stage function `stage` (i32 (data, dims, info, begin, end)) to
+// <name>.body and defines, inlined into its callers,
+//   i32 <name>.threads(data, dims, info, begin, end, thread, threads)
+// which runs it for the iterations begin + thread, + threads, … below end,
+// one at a time, and returns the first failure's code (0: none).
+llvm::Function* grid_stride(llvm::Function* stage) {
+  const std::string name = stage->getName().str();
+  stage->setName(name + ".body");
+  stage->setLinkage(llvm::GlobalValue::InternalLinkage);
+  stage->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::Module& m = *stage->getParent();
+  llvm::LLVMContext& c = m.getContext();
+  llvm::Type* i64 = llvm::Type::getInt64Ty(c);
+  llvm::Type* ptr = llvm::PointerType::getUnqual(c);
+  auto* type = llvm::FunctionType::get(llvm::Type::getInt32Ty(c), {ptr, ptr, ptr, i64, i64, i64, i64}, false);
+  llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, name + ".threads", m);
+  f->addFnAttr(llvm::Attribute::AlwaysInline);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::BasicBlock* entry = llvm::BasicBlock::Create(c, "entry", f);
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(c, "header", f);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(c, "body", f);
+  llvm::BasicBlock* next = llvm::BasicBlock::Create(c, "next", f);
+  llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* first = b.CreateAdd(f->getArg(3), f->getArg(5));
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode* i = b.CreatePHI(i64, 2, "i");
+  i->addIncoming(first, entry);
+  b.CreateCondBr(b.CreateICmpSLT(i, f->getArg(4)), body, done);
+  b.SetInsertPoint(body);
+  llvm::Value* code = b.CreateCall(
+      stage, {f->getArg(0), f->getArg(1), f->getArg(2), i, b.CreateAdd(i, b.getInt64(1), "", true, true)});
+  b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, next);
+  b.SetInsertPoint(failed);
+  b.CreateRet(code);
+  b.SetInsertPoint(next);
+  llvm::Value* step = b.CreateAdd(i, f->getArg(6), "", true, true);
+  i->addIncoming(step, next);
+  b.CreateBr(header);
+  b.SetInsertPoint(done);
+  b.CreateRet(b.getInt32(0));
+  return f;
+}
+
+// The PTX entry `name` over grid-stride function `threads`: its thread is
+// ctaid.x * ntid.x + tid.x of nctaid.x * ntid.x; a failure's code goes to
+// *status if nothing is there yet.
+void define_entry(llvm::Function* threads, const std::string& name) {
+  llvm::Module& m = *threads->getParent();
+  llvm::LLVMContext& c = m.getContext();
+  llvm::Type* i64 = llvm::Type::getInt64Ty(c);
+  llvm::Type* ptr = llvm::PointerType::getUnqual(c);
+  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(c), {ptr, ptr, ptr, ptr, i64, i64}, false);
+  llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, name, m);
+  f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned k = 0; k < 4; ++k) f->addParamAttr(k, llvm::Attribute::NoAlias);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  const auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
+  llvm::Value* block_size = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  llvm::Value* thread = b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), block_size),
+                                    sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  llvm::Value* count = b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), block_size);
+  llvm::Value* code = b.CreateCall(threads, {f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(4), f->getArg(5),
+                                             thread, count});
+  llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
+  b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, done);
+  b.SetInsertPoint(failed);
+  b.CreateAtomicCmpXchg(f->getArg(3), b.getInt32(0), code, llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
+                        llvm::AtomicOrdering::Monotonic);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  // Older NVPTX backends know kernels by this annotation only.
+  llvm::Metadata* kernel[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, "kernel"),
+                              llvm::ValueAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), 1))};
+  m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(c, kernel));
+}
+
+const llvm::Target& nvptx() {
+  static const llvm::Target* const target = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    std::string error;
+    const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, error);
+    if (t == nullptr) throw_error(ErrorKind::not_supported, "not supported: LLVM has no NVPTX backend: {}", error);
+    return t;
+  }();
+  return *target;
+}
+
+// The module's PTX: verified, optimized (inlining the stages into their
+// entries) and compiled by the NVPTX backend.
+std::string compile_to_ptx(llvm::Module& m, const CudaTarget& target) {
+  const std::string sm = fmt::format("sm_{}", target.compute_capability);
+  const std::unique_ptr<llvm::TargetMachine> machine(nvptx().createTargetMachine(
+      kTriple, sm, fmt::format("+ptx{}", target.ptx_version()), llvm::TargetOptions(), std::nullopt, std::nullopt,
+      llvm::CodeGenOptLevel::Default));
+  m.setTargetTriple(kTriple);
+  m.setDataLayout(machine->createDataLayout());
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(m, &os))
+    throw_error(ErrorKind::runtime_error, "CUDA codegen: the kernel {} is invalid LLVM IR: {}",
+                m.getModuleIdentifier(), problems);
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(machine.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    mpm.run(m, mam);
+  }
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream out(ptx);
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw_error(ErrorKind::runtime_error, "CUDA codegen: the NVPTX backend cannot emit PTX for {}", sm);
+  pm.run(m);
+  return std::string(ptx.str());
+}
+
+// The prologue and stages of `kernel`, the stages as plain loop nests
+// (register tiles off), in a new module of `context`.
+EmittedKernel emit_stages(const KernelIR& kernel, llvm::LLVMContext& context, const std::string& prefix) {
+  return emit_cpu_kernel(kernel, context, prefix, CpuEmitOptions{.vector_bits = 256, .register_tiles = false});
+}
+
+}  // namespace
+
+PtxKernel emit_ptx(const KernelIR& kernel, const std::string& symbol_prefix, const CudaTarget& target) {
+  (void)target.ptx_version();  // an SM nimble does not target fails before any work
+  llvm::LLVMContext context;
+  EmittedKernel emitted = emit_stages(kernel, context, symbol_prefix);
+  llvm::Module& m = *emitted.module;
+  m.getFunction(emitted.prologue)->eraseFromParent();
+  PtxKernel out;
+  for (const std::string& stage : emitted.stages) {
+    define_entry(grid_stride(m.getFunction(stage)), stage);
+    out.entries.push_back(stage);
+  }
+  out.ptx = compile_to_ptx(m, target);
+  out.errors = std::move(emitted.errors);
+  return out;
+}
+
+PtxKernel gpu_kernel_ptx(const std::string& name, std::span<const te::Tensor> inputs,
+                         std::span<const te::Tensor> outputs, const CudaTarget& target) {
+  return emit_ptx(lower_to_kernel_ir(name, inputs, outputs), unique_symbol_prefix(), target);
+}
+
+Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<const te::Tensor> inputs,
+                                          std::span<const te::Tensor> outputs, unsigned threads) {
+  NIMBLE_ASSERT(threads >= 1, "a grid has at least one thread");
+  return compile_host_kernel(name, inputs, outputs, [threads](const KernelIR& ir, llvm::LLVMContext& context,
+                                                              const std::string& prefix) {
+    EmittedKernel emitted = emit_stages(ir, context, prefix);
+    llvm::Module& m = *emitted.module;
+    for (const std::string& stage : emitted.stages) {
+      llvm::Function* body = m.getFunction(stage);
+      llvm::FunctionType* type = body->getFunctionType();
+      llvm::Function* grid = grid_stride(body);
+      // The stage the runtime calls: for (t = 0; t < threads; ++t) the
+      // grid's thread t, returning the first failure.
+      llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, stage, m);
+      llvm::LLVMContext& c = context;
+      llvm::BasicBlock* entry = llvm::BasicBlock::Create(c, "entry", f);
+      llvm::BasicBlock* header = llvm::BasicBlock::Create(c, "header", f);
+      llvm::BasicBlock* run = llvm::BasicBlock::Create(c, "run", f);
+      llvm::BasicBlock* next = llvm::BasicBlock::Create(c, "next", f);
+      llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
+      llvm::IRBuilder<> b(entry);
+      b.CreateBr(header);
+      b.SetInsertPoint(header);
+      llvm::PHINode* t = b.CreatePHI(b.getInt64Ty(), 2, "t");
+      t->addIncoming(b.getInt64(0), entry);
+      b.CreateCondBr(b.CreateICmpULT(t, b.getInt64(threads)), run, done);
+      b.SetInsertPoint(run);
+      llvm::Value* code = b.CreateCall(grid, {f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(3), f->getArg(4),
+                                              t, b.getInt64(threads)});
+      b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, next);
+      b.SetInsertPoint(failed);
+      b.CreateRet(code);
+      b.SetInsertPoint(next);
+      t->addIncoming(b.CreateAdd(t, b.getInt64(1)), next);
+      b.CreateBr(header);
+      b.SetInsertPoint(done);
+      b.CreateRet(b.getInt32(0));
+    }
+    return emitted;
+  });
+}
+
+}  // namespace nimble::codegen

@@ -1,0 +1,68 @@
+// The GPU's kernels: kernel IR → LLVM IR → PTX through LLVM's NVPTX backend.
+//
+// A stage runs as a grid of threads sharing its outer loop: thread t of T
+// takes the iterations begin + t, begin + t + T, … below end (a grid-stride
+// loop), each the stage's plain loop nest for that one iteration — the code
+// the CPU emitter makes with CpuEmitOptions::register_tiles off, the
+// transcendentals its own expansions (no libdevice). Per stage k the PTX has
+//
+//   .entry <prefix>_stage<k>(.param .u64 data, .param .u64 dims, .param .u64 info,
+//                            .param .u64 status, .param .u64 begin, .param .u64 end)
+//
+// data, dims and info as kernel_emitter.hpp has them, in device memory;
+// status: an i32 in device memory, 0 before the launch, where the first
+// failing iteration to get there leaves its code (1 + the index of its
+// ErrorSite; info then holds a failing iteration's values). The prologue
+// (bindings, dim checks, the schedule) reads shapes only: it runs on the host.
+//
+// This is the first, correct schedule for every kernel class: one outer
+// iteration per thread is a row per thread for reductions and products
+// (shared-memory tiles and warp reductions come next).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nimble/runtime/kernel.hpp"
+#include "ops/compute.hpp"
+#include "runtime/native_kernel.hpp"
+
+namespace nimble::codegen {
+
+struct KernelIR;
+
+/// The GPU code is generated for.
+struct CudaTarget {
+  int compute_capability = 90;  ///< sm_80 → 80, sm_90 → 90
+
+  /// The PTX ISA version LLVM writes for it (the lowest that has the SM).
+  /// Throws Error(not_supported) for an SM nimble does not target.
+  [[nodiscard]] int ptx_version() const;
+};
+
+struct PtxKernel {
+  std::string ptx;                          ///< the module's PTX text
+  std::vector<std::string> entries;         ///< one .entry per stage, in order
+  std::vector<runtime::ErrorSite> errors;   ///< status code k > 0 is errors[k - 1]
+};
+
+/// The PTX of `kernel`'s stages for `target`, entries named from `symbol_prefix`.
+/// Throws Error(runtime_error) when LLVM fails.
+[[nodiscard]] PtxKernel emit_ptx(const KernelIR& kernel, const std::string& symbol_prefix,
+                                 const CudaTarget& target);
+
+/// The PTX of the rule whose placeholders are `inputs` and results `outputs`
+/// (lowered as compile_cpu_kernel does).
+[[nodiscard]] PtxKernel gpu_kernel_ptx(const std::string& name, std::span<const te::Tensor> inputs,
+                                       std::span<const te::Tensor> outputs, const CudaTarget& target);
+
+/// The same rule with the GPU's schedule compiled for the host CPU: each
+/// stage's grid of `threads` threads (≥ 1) run one after another over the
+/// iterations the runtime gives the stage. What the GPU's stages compute,
+/// checked on machines without one.
+[[nodiscard]] Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name,
+                                                        std::span<const te::Tensor> inputs,
+                                                        std::span<const te::Tensor> outputs, unsigned threads);
+
+}  // namespace nimble::codegen
