@@ -52,8 +52,9 @@ class SmallArray {
 
 class NativeKernel final : public Kernel {
  public:
-  NativeKernel(NativeKernelDesc desc, NativeCode code) : desc_(std::move(desc)), code_(std::move(code)) {
-    NIMBLE_ASSERT(code_.prologue != nullptr && code_.stages.size() == desc_.num_stages,
+  NativeKernel(NativeKernelDesc desc, NativeCode code, std::shared_ptr<const StageRunner> runner)
+      : desc_(std::move(desc)), code_(std::move(code)), runner_(std::move(runner)) {
+    NIMBLE_ASSERT(code_.prologue != nullptr && (runner_ || code_.stages.size() == desc_.num_stages),
                   "a native kernel has a prologue and its stages");
     prologue_ = reinterpret_cast<PrologueFn>(code_.prologue);
     for (void* s : code_.stages) stages_.push_back(reinterpret_cast<StageFn>(s));
@@ -82,28 +83,37 @@ class NativeKernel final : public Kernel {
       data[i] = host_data(t, i);
       dims[i] = t.shape().begin();
     }
-    const std::size_t num_sched = 2 * stages_.size() + num_temps_;
+    const std::size_t num_sched = 2 * std::size_t{desc_.num_stages} + num_temps_;
     SmallArray<std::int64_t> sched(num_sched);
     std::array<std::int64_t, 4> info{};
     if (const std::int32_t code = prologue_(data.data(), dims.data(), info.data(), sched.data()))
       fail(code, info, inputs, outputs);
 
-    if (num_temps_ == 0) {
-      for (std::size_t s = 0; s < stages_.size(); ++s)
-        run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
-      return;
-    }
-    // Temporaries (stages a fused kernel materializes), from the pool; held
-    // until the last stage is done.
+    // Temporaries (stages a fused kernel materializes), from the pool of
+    // the kernel's device; held until the last stage is done.
     SmallArray<Tensor> temps(num_temps_);
-    std::size_t slot = 2 * stages_.size();
+    std::size_t slot = 2 * std::size_t{desc_.num_stages};
     for (std::size_t b = num_in + num_out, k = 0; b < num_buffers; ++b, ++k) {
       const std::int64_t n = sched[slot++];
       if (n < 0)
         throw_error(ErrorKind::runtime_error, "{}: the temporary {} would have {} elements", desc_.name,
                     desc_.buffers[b].name, n);
-      temps[k] = Tensor::empty(Shape{n}, desc_.buffers[b].dtype);
-      data[b] = temps[k].raw_data();
+      const DType dtype = desc_.buffers[b].dtype;
+      if (runner_) {
+        temps[k] = Tensor::view_of(
+            Storage::allocate(static_cast<std::size_t>(n) * dtype_size(dtype), runner_->device()),
+            Shape{n}, dtype);
+        data[b] = temps[k].storage()->data();
+      } else {
+        temps[k] = Tensor::empty(Shape{n}, dtype);
+        data[b] = temps[k].raw_data();
+      }
+    }
+    if (runner_) {
+      std::array<std::int64_t, 4> failure{};
+      if (const std::int32_t code = runner_->run(data.data(), dims.data(), sched.data(), failure))
+        fail(code, failure, inputs, outputs);
+      return;
     }
     for (std::size_t s = 0; s < stages_.size(); ++s)
       run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
@@ -164,9 +174,10 @@ class NativeKernel final : public Kernel {
 
   // The first element of `t`, buffer `i` (the kernel writes the outputs):
   // Tensor::raw_data's checks, less its dtype test (the caller made it).
+  // With a stage runner: its address on the runner's device.
   void* host_data(const Tensor& t, std::size_t i) const {
     const Ref<Storage>& storage = t.storage();
-    if (!storage || !storage->host_accessible()) [[unlikely]]
+    if (!storage || (runner_ ? storage->device() != runner_->device() : !storage->host_accessible())) [[unlikely]]
       not_on_host(t, i);
     return static_cast<std::byte*>(storage->data()) + t.byte_offset();
   }
@@ -176,8 +187,8 @@ class NativeKernel final : public Kernel {
     if (!t.storage())
       throw_error(ErrorKind::invalid_argument, "{}: {} {} is an undefined tensor", desc_.name, role,
                   desc_.buffers[i].name);
-    throw_error(ErrorKind::invalid_argument, "{}: {} {} is on {}, not on the host", desc_.name, role,
-                desc_.buffers[i].name, to_string(t.device()));
+    throw_error(ErrorKind::invalid_argument, "{}: {} {} is on {}, not on {}", desc_.name, role,
+                desc_.buffers[i].name, to_string(t.device()), runner_ ? to_string(runner_->device()) : "the host");
   }
 
   [[noreturn]] void mismatch(const Tensor& t, std::size_t i) const {
@@ -232,6 +243,7 @@ class NativeKernel final : public Kernel {
 
   NativeKernelDesc desc_;
   NativeCode code_;
+  std::shared_ptr<const StageRunner> runner_;
   PrologueFn prologue_ = nullptr;
   std::vector<StageFn> stages_;
   std::size_t num_temps_ = 0;
@@ -339,8 +351,8 @@ std::optional<NativeKernelDesc> read_desc(PayloadReader& r) {
   return d;
 }
 
-Ref<Kernel> make_native_kernel(NativeKernelDesc desc, NativeCode code) {
-  return make_ref<NativeKernel>(std::move(desc), std::move(code));
+Ref<Kernel> make_native_kernel(NativeKernelDesc desc, NativeCode code, std::shared_ptr<const StageRunner> stages) {
+  return make_ref<NativeKernel>(std::move(desc), std::move(code), std::move(stages));
 }
 
 std::vector<std::string> native_symbols(const std::string& prefix, std::uint32_t num_stages) {

@@ -11,6 +11,7 @@
 // the runtime can run an exported kernel with no compiler and no LLVM.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "nimble/error.hpp"
+#include "nimble/runtime/device.hpp"
 #include "nimble/runtime/dtype.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "runtime/payload.hpp"
@@ -82,10 +84,29 @@ struct NativeCode {
   std::shared_ptr<const void> owner;
 };
 
+/// Where a native kernel's stages run when not on the host: a GPU launches
+/// them (runtime/cuda/cuda_stages.hpp). The prologue, which reads shapes
+/// only, still runs on the host.
+class StageRunner {
+ public:
+  virtual ~StageRunner() = default;
+  /// The device every tensor of the kernel (and its temporaries) is on.
+  [[nodiscard]] virtual Device device() const noexcept = 0;
+  /// Runs the stages in order: `data` holds each buffer's address on
+  /// device(), `dims` each input's and output's shape (host memory), `sched`
+  /// the prologue's (extent, work) per stage. Returns 0, or the code of a
+  /// failure with its values in `info`.
+  virtual std::int32_t run(void* const* data, const std::int64_t* const* dims, const std::int64_t* sched,
+                           std::array<std::int64_t, 4>& info) const = 0;
+};
+
 /// A Kernel that runs `code` as `desc` describes it: checks the tensors'
 /// dtypes and ranks, runs the prologue, allocates the temporaries, and runs
-/// each stage, split across nimble's threads when it is large.
-[[nodiscard]] Ref<Kernel> make_native_kernel(NativeKernelDesc desc, NativeCode code);
+/// each stage, split across nimble's threads when it is large — or, with
+/// `stages`, has `stages` run them (then `code` needs only its prologue,
+/// and the tensors must be on stages->device()).
+[[nodiscard]] Ref<Kernel> make_native_kernel(NativeKernelDesc desc, NativeCode code,
+                                             std::shared_ptr<const StageRunner> stages = nullptr);
 
 /// The symbols of a kernel emitted with `prefix`: the prologue, then the stages.
 [[nodiscard]] std::vector<std::string> native_symbols(const std::string& prefix, std::uint32_t num_stages);

@@ -13,6 +13,11 @@
 #include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "ops/ops.hpp"
+#include "nimble/runtime/storage.hpp"
+#include "runtime/cuda/allocator.hpp"
+#include "runtime/cuda/context.hpp"
+#include "runtime/cuda/stream.hpp"
+#include "support/fake_cuda.hpp"
 #include "support/op_calls.hpp"
 #include "support/ptxas.hpp"
 #include "support/tensor_matchers.hpp"
@@ -125,6 +130,126 @@ TEST_CASE("cuda: PTX is written for the SMs nimble targets, and an other SM is n
   CHECK_THAT(k80.ptx, Catch::Contains(".target sm_80") && Catch::Contains(".version 7.0"));
   CHECK_NIMBLE_ERROR(codegen::gpu_kernel_ptx("sigmoid", in, out, {75}), ErrorKind::not_supported,
                      "not supported: code for sm_75 (nimble targets sm_80, 86, 87, 89, 90)");
+}
+
+}  // namespace
+
+// --- through the CUDA runtime, on the fake driver ------------------------------------------
+
+namespace {
+
+// The host code the fake's launches run: stage k of the kernel IR the test
+// compiled, for entries named <prefix>_stage<k>.
+runtime::NativeCode* g_host_stages = nullptr;
+
+// Runs a launch as the GPU would: the stage over [begin, end) with the
+// grid's threads (the host code simulates a grid of its own size, which
+// covers the same iterations), its failure code into the status word.
+int run_launch_on_host(const char* entry, void** params, const unsigned*, const unsigned*) {
+  const std::string name(entry);
+  const std::size_t at = name.rfind("_stage");
+  const auto k = static_cast<std::size_t>(std::stoul(name.substr(at + 6)));
+  const auto value = [&](int i) { return *static_cast<const std::uint64_t*>(params[i]); };
+  using StageFn = std::int32_t (*)(void* const*, const std::int64_t* const*, std::int64_t*, std::int64_t, std::int64_t);
+  const auto stage = reinterpret_cast<StageFn>(g_host_stages->stages.at(k));
+  const std::int32_t code = stage(reinterpret_cast<void* const*>(value(0)),
+                                  reinterpret_cast<const std::int64_t* const*>(value(1)),
+                                  reinterpret_cast<std::int64_t*>(value(2)), static_cast<std::int64_t>(value(4)),
+                                  static_cast<std::int64_t>(value(5)));
+  auto* status = reinterpret_cast<std::int32_t*>(value(3));
+  if (code != 0 && *status == 0) *status = code;
+  return 0;
+}
+
+// A tensor's copy on the device of `stream`, and back.
+Tensor to_device(const Tensor& t, cuda::Stream& stream, Device device) {
+  Tensor d = Tensor::view_of(Storage::allocate(t.nbytes(), device), t.shape(), t.dtype());
+  stream.copy_to_device(d.storage()->data(), t.raw_data(), t.nbytes());
+  return d;
+}
+Tensor to_host(const Tensor& d, cuda::Stream& stream) {
+  Tensor t = Tensor::empty(d.shape(), d.dtype());
+  stream.copy_to_host(t.raw_data(), d.storage()->data(), d.nbytes());
+  return t;
+}
+
+TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, every stage launched, failures back",
+          "[cuda]") {
+  const FakeDriver fake(1, std::size_t{64} << 20);
+  {
+    const auto context = cuda::Context::open(fake.open(), 0);
+    cuda::DeviceAllocator allocator(context);
+    register_allocator(allocator);
+    cuda::Stream stream(context);
+    const Device gpu = Device::cuda(0);
+
+    // softmax: a fused kernel of several stages, with temporaries.
+    te::SymbolTable symbols;
+    const ir::Dim rows("rows");
+    const ir::Type t = ir::tensor_type({rows, ir::Any}, DType::f32);
+    const std::vector<te::Tensor> in{te::placeholder_for(*t.as<ir::TensorTypeNode>(), "x", symbols)};
+    const std::vector<te::Tensor> out = ops::softmax().compute(in, {});
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("softmax", in, out);
+    REQUIRE(ir.stages.size() >= 2);
+    codegen::HostCode host = codegen::gpu_schedule_host_code(ir, 3);
+    g_host_stages = &host.code;
+    fake.set_launch_hook(&run_launch_on_host);
+    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("softmax", in, out, context);
+
+    Rng rng(3);
+    const Tensor x = random_tensor(rng, {37, 300}, DType::f32, Range{.lo = -5, .hi = 5, .specials = false});
+    const Tensor expected = ops::softmax().reference(std::vector<Value>{Value(x)}, {}).tensor();
+    const Tensor x_gpu = to_device(x, stream, gpu);
+    const Tensor y_gpu = Tensor::view_of(Storage::allocate(expected.nbytes(), gpu), expected.shape(), DType::f32);
+    const int launches_before = fake.launch_count();
+    kernel->run(std::vector<Tensor>{x_gpu}, std::vector<Tensor>{y_gpu});
+    CHECK_THAT(to_host(y_gpu, stream), IsCloseTo(expected));
+    // One launch per stage with work, 256 threads a block, enough blocks
+    // for the extent (37 rows: one block).
+    REQUIRE(fake.launch_count() - launches_before == static_cast<int>(ir.stages.size()));
+    for (int i = launches_before; i < fake.launch_count(); ++i) {
+      const FakeLaunch l = fake.launch(i);
+      CHECK(l.block[0] == 256);
+      CHECK(l.grid[0] == 1);
+      CHECK(l.num_params == 6);
+      CHECK(l.params[4] == 0);   // begin
+      CHECK(l.params[5] == 37);  // end: the rows
+    }
+
+    // Host tensors are refused, naming where they are.
+    Tensor y_host = Tensor::empty(expected.shape(), DType::f32);
+    CHECK_NIMBLE_ERROR(kernel->run(std::vector<Tensor>{x}, std::vector<Tensor>{y_host}), ErrorKind::invalid_argument,
+                       "softmax: input x is on cpu, not on cuda:0");
+    g_host_stages = nullptr;
+  }
+  {
+    // A failing iteration on the device: its code comes back as the Error.
+    const auto context = cuda::Context::open(fake.open(), 0);
+    cuda::DeviceAllocator allocator(context);
+    register_allocator(allocator);
+    cuda::Stream stream(context);
+    te::SymbolTable symbols;
+    const ir::Type data_type = ir::tensor_type({3, 2}, DType::f32);
+    const ir::Type index_type = ir::tensor_type({ir::Any}, DType::i64);
+    const std::vector<te::Tensor> in{te::placeholder_for(*data_type.as<ir::TensorTypeNode>(), "data", symbols),
+                                     te::placeholder_for(*index_type.as<ir::TensorTypeNode>(), "indices", symbols)};
+    const std::vector<te::Tensor> out = ops::take().compute(in, {});
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("take", in, out);
+    codegen::HostCode host = codegen::gpu_schedule_host_code(ir, 2);
+    g_host_stages = &host.code;
+    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("take", in, out, context);
+    const Tensor data = to_device(from_values({3, 2}, DType::f32, {1, 2, 3, 4, 5, 6}), stream, Device::cuda(0));
+    const Tensor good = to_device(i64s({2, 0, 1}), stream, Device::cuda(0));
+    const Tensor bad = to_device(i64s({2, 7, 1}), stream, Device::cuda(0));
+    Tensor y = Tensor::view_of(Storage::allocate(3 * 2 * 4, Device::cuda(0)), {3, 2}, DType::f32);
+    kernel->run(std::vector<Tensor>{data, good}, std::vector<Tensor>{y});
+    CHECK_THAT(to_host(y, stream), IsCloseTo(from_values({3, 2}, DType::f32, {5, 6, 1, 2, 3, 4})));
+    CHECK_NIMBLE_ERROR(kernel->run(std::vector<Tensor>{data, bad}, std::vector<Tensor>{y}), ErrorKind::runtime_error,
+                       "take: index 7 is out of range for axis 0 of data (extent 3)");
+    g_host_stages = nullptr;
+  }
+  unregister_allocator(Device::cuda(0));
+  fake.check_nothing_live();
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/fake_driver.hpp"
+
 namespace {
 
 using CUresult = int;
@@ -46,20 +48,6 @@ struct Stream {};
 
 }  // namespace
 
-extern "C" {
-
-// What a test reads back about one launch.
-struct FakeLaunch {
-  char entry[64];
-  unsigned grid[3];
-  unsigned block[3];
-  unsigned shared_bytes;
-  void* stream;
-  int num_params;
-  unsigned long long params[8];  // each parameter's bytes, zero-extended
-};
-
-}  // extern "C"
 
 namespace {
 
@@ -78,6 +66,8 @@ struct State {
   std::map<std::string, int> calls;
   std::map<std::string, CUresult> fail_next;
   int context_token = 0;  // the address of this is the (only) context handle
+  // Runs a launch in the test's place (fake_cuda_set_launch_hook).
+  int (*launch_hook)(const char* entry, void** params, const unsigned* grid, const unsigned* block) = nullptr;
 };
 
 State& state() {
@@ -368,6 +358,7 @@ CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, u
     std::memcpy(&l.params[i], params[i], k->param_sizes[i]);
   }
   s.launches.push_back(l);
+  if (s.launch_hook != nullptr) return s.launch_hook(k->entry.c_str(), params, l.grid, l.block);
   return kSuccess;
 }
 
@@ -413,6 +404,15 @@ void fake_cuda_configure(int device_count, unsigned long long memory_bytes, int 
   s.calls.clear();
   s.fail_next.clear();
   current_context = nullptr;  // the calling thread's: each test starts with none
+}
+
+// Each launch from now on is also run by `hook` (null: none), a test's
+// stand-in for the GPU: it gets the entry's name, the parameters (a pointer
+// to each value) and the grid and block; what it returns, the launch does.
+void fake_cuda_set_launch_hook(int (*hook)(const char*, void**, const unsigned*, const unsigned*)) {
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  s.launch_hook = hook;
 }
 
 // The next call of `call` returns `result` (before any of its checks).

@@ -79,24 +79,38 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
-// Compiles `ir` with symbols named from `prefix`; stores it under `key` when
-// `store` is set.
 // The host CPU's kernel.
 EmittedKernel emit_for_host(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix) {
   static const CpuEmitOptions host{.vector_bits = vector_bits(jit_object_target())};
   return emit_cpu_kernel(ir, context, prefix, host);
 }
 
-Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_view bucket,
-                    std::chrono::steady_clock::time_point start, const KernelStore* store,
-                    std::uint64_t key, std::string_view identity, const HostKernelEmitter& emit = emit_for_host) {
+// The code `emit` makes of `ir` with symbols named from `prefix`, compiled
+// and linked; its object file in `object` when that is not null.
+HostCode compile_code(const KernelIR& ir, const std::string& prefix, const HostKernelEmitter& emit,
+                      std::string* object) {
   auto context = std::make_unique<llvm::LLVMContext>();
   EmittedKernel emitted = emit(ir, *context, prefix);
-  const std::string object = compile_to_object(std::move(context), std::move(emitted.module));
-  std::unique_ptr<JitCode> code = jit_link(prefix, object, symbols_of(prefix, ir.stages.size()));
-  runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(emitted.errors));
+  const std::size_t num_stages = emitted.stages.size();
+  std::string bytes = compile_to_object(std::move(context), std::move(emitted.module));
+  std::unique_ptr<JitCode> code = jit_link(prefix, bytes, symbols_of(prefix, num_stages));
+  if (object != nullptr) *object = std::move(bytes);
+  const std::vector<void*>& at = code->addresses();
+  runtime::NativeCode native{at[0], std::vector<void*>(at.begin() + 1, at.end()), {}};
+  native.owner = std::shared_ptr<const JitCode>(std::move(code));
+  return {std::move(native), std::move(emitted.errors)};
+}
+
+// Compiles `ir` with symbols named from `prefix`; stores it under `key` when
+// `store` is set.
+Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_view bucket,
+                    std::chrono::steady_clock::time_point start, const KernelStore* store,
+                    std::uint64_t key, std::string_view identity) {
+  std::string object;
+  HostCode host = compile_code(ir, prefix, emit_for_host, &object);
+  runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(host.errors));
   if (store != nullptr) (void)store->save(key, identity, payload_of(desc, object));
-  Ref<Kernel> kernel = jit_kernel(std::move(desc), std::move(code));
+  Ref<Kernel> kernel = runtime::make_native_kernel(std::move(desc), std::move(host.code));
   stats::count_kernel_compiled(ir.name, bucket, nanoseconds_since(start));
   return kernel;
 }
@@ -117,10 +131,8 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
                  nullptr, 0, {});
 }
 
-Ref<Kernel> compile_host_kernel(const std::string& name, std::span<const te::Tensor> inputs,
-                                std::span<const te::Tensor> outputs, const HostKernelEmitter& emit) {
-  const auto start = std::chrono::steady_clock::now();
-  return compile(lower_to_kernel_ir(name, inputs, outputs), unique_symbol_prefix(), "", start, nullptr, 0, {}, emit);
+HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit) {
+  return compile_code(ir, unique_symbol_prefix(), emit, nullptr);
 }
 
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,

@@ -30,17 +30,22 @@ struct KernelIR;
                                              std::span<const te::Tensor> outputs,
                                              const Bucket& bucket = {});
 
-/// What compile_host_kernel emits a kernel with: a module in `context`
-/// defining the prologue and stages kernel_emitter.hpp describes, their
-/// symbols prefixed with `prefix`.
+/// What compile_host_code emits a kernel with: a module in `context`
+/// defining the prologue and the stages kernel_emitter.hpp describes (those
+/// EmittedKernel::stages lists), their symbols prefixed with `prefix`.
 using HostKernelEmitter =
     std::function<EmittedKernel(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix)>;
 
-/// As compile_cpu_kernel (generic), with the code `emit` makes of the
-/// rule's kernel IR: the GPU's schedule run on the host
-/// (codegen/cuda/gpu_kernel.hpp) is one.
-[[nodiscard]] Ref<Kernel> compile_host_kernel(const std::string& name, std::span<const te::Tensor> inputs,
-                                              std::span<const te::Tensor> outputs, const HostKernelEmitter& emit);
+/// A kernel's code for the host CPU, and the error sites its codes index.
+struct HostCode {
+  runtime::NativeCode code;
+  std::vector<runtime::ErrorSite> errors;
+};
+
+/// The code `emit` makes of `ir`, compiled and linked by the JIT (not
+/// counted in the engine stats): the GPU's schedule run on the host, and
+/// the GPU kernels' host prologues (codegen/cuda/gpu_kernel.hpp).
+[[nodiscard]] HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit);
 
 /// The kernel of primitive `prim`, whose rule is `rule`, specialized for
 /// `bucket` (no dims: the generic kernel): loaded from `store` (the disk

@@ -27,6 +27,8 @@
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "runtime/cuda/cuda_stages.hpp"
+#include "runtime/cuda/module.hpp"
 #include "support/check.hpp"
 
 extern "C" {
@@ -55,6 +57,38 @@ namespace {
 
 constexpr const char* kTriple = "nvptx64-nvidia-cuda";
 
+// Fills `f` (defined, no blocks yet) with
+//   for (i = first; i < end; i += step) if ((code = call(i)) != 0) return code;
+//   return 0;
+// `first(builder)` is made in the entry block.
+template <class First, class Call>
+void first_failure_loop(llvm::Function* f, First&& first, llvm::Value* end, llvm::Value* step, Call&& call) {
+  llvm::LLVMContext& c = f->getContext();
+  llvm::BasicBlock* entry = llvm::BasicBlock::Create(c, "entry", f);
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(c, "header", f);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(c, "body", f);
+  llvm::BasicBlock* next = llvm::BasicBlock::Create(c, "next", f);
+  llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* start = first(b);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  i->addIncoming(start, entry);
+  b.CreateCondBr(b.CreateICmpSLT(i, end), body, done);
+  b.SetInsertPoint(body);
+  llvm::Value* code = call(b, i);
+  b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, next);
+  b.SetInsertPoint(failed);
+  b.CreateRet(code);
+  b.SetInsertPoint(next);
+  i->addIncoming(b.CreateAdd(i, step, "", true, true), next);
+  b.CreateBr(header);
+  b.SetInsertPoint(done);
+  b.CreateRet(b.getInt32(0));
+}
+
 // Renames stage function `stage` (i32 (data, dims, info, begin, end)) to
 // <name>.body and defines, inlined into its callers,
 //   i32 <name>.threads(data, dims, info, begin, end, thread, threads)
@@ -73,31 +107,12 @@ llvm::Function* grid_stride(llvm::Function* stage) {
   llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, name + ".threads", m);
   f->addFnAttr(llvm::Attribute::AlwaysInline);
   f->addFnAttr(llvm::Attribute::NoUnwind);
-  llvm::BasicBlock* entry = llvm::BasicBlock::Create(c, "entry", f);
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(c, "header", f);
-  llvm::BasicBlock* body = llvm::BasicBlock::Create(c, "body", f);
-  llvm::BasicBlock* next = llvm::BasicBlock::Create(c, "next", f);
-  llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
-  llvm::IRBuilder<> b(entry);
-  llvm::Value* first = b.CreateAdd(f->getArg(3), f->getArg(5));
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode* i = b.CreatePHI(i64, 2, "i");
-  i->addIncoming(first, entry);
-  b.CreateCondBr(b.CreateICmpSLT(i, f->getArg(4)), body, done);
-  b.SetInsertPoint(body);
-  llvm::Value* code = b.CreateCall(
-      stage, {f->getArg(0), f->getArg(1), f->getArg(2), i, b.CreateAdd(i, b.getInt64(1), "", true, true)});
-  b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, next);
-  b.SetInsertPoint(failed);
-  b.CreateRet(code);
-  b.SetInsertPoint(next);
-  llvm::Value* step = b.CreateAdd(i, f->getArg(6), "", true, true);
-  i->addIncoming(step, next);
-  b.CreateBr(header);
-  b.SetInsertPoint(done);
-  b.CreateRet(b.getInt32(0));
+  first_failure_loop(
+      f, [&](llvm::IRBuilder<>& b) { return b.CreateAdd(f->getArg(3), f->getArg(5)); }, f->getArg(4), f->getArg(6),
+      [&](llvm::IRBuilder<>& b, llvm::Value* i) {
+        return b.CreateCall(stage, {f->getArg(0), f->getArg(1), f->getArg(2), i,
+                                    b.CreateAdd(i, b.getInt64(1), "", true, true)});
+      });
   return f;
 }
 
@@ -217,11 +232,10 @@ PtxKernel gpu_kernel_ptx(const std::string& name, std::span<const te::Tensor> in
   return emit_ptx(lower_to_kernel_ir(name, inputs, outputs), unique_symbol_prefix(), target);
 }
 
-Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<const te::Tensor> inputs,
-                                          std::span<const te::Tensor> outputs, unsigned threads) {
+HostCode gpu_schedule_host_code(const KernelIR& kernel, unsigned threads) {
   NIMBLE_ASSERT(threads >= 1, "a grid has at least one thread");
-  return compile_host_kernel(name, inputs, outputs, [threads](const KernelIR& ir, llvm::LLVMContext& context,
-                                                              const std::string& prefix) {
+  return compile_host_code(kernel, [threads](const KernelIR& ir, llvm::LLVMContext& context,
+                                             const std::string& prefix) {
     EmittedKernel emitted = emit_stages(ir, context, prefix);
     llvm::Module& m = *emitted.module;
     for (const std::string& stage : emitted.stages) {
@@ -231,33 +245,44 @@ Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<con
       // The stage the runtime calls: for (t = 0; t < threads; ++t) the
       // grid's thread t, returning the first failure.
       llvm::Function* f = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, stage, m);
-      llvm::LLVMContext& c = context;
-      llvm::BasicBlock* entry = llvm::BasicBlock::Create(c, "entry", f);
-      llvm::BasicBlock* header = llvm::BasicBlock::Create(c, "header", f);
-      llvm::BasicBlock* run = llvm::BasicBlock::Create(c, "run", f);
-      llvm::BasicBlock* next = llvm::BasicBlock::Create(c, "next", f);
-      llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
-      llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", f);
-      llvm::IRBuilder<> b(entry);
-      b.CreateBr(header);
-      b.SetInsertPoint(header);
-      llvm::PHINode* t = b.CreatePHI(b.getInt64Ty(), 2, "t");
-      t->addIncoming(b.getInt64(0), entry);
-      b.CreateCondBr(b.CreateICmpULT(t, b.getInt64(threads)), run, done);
-      b.SetInsertPoint(run);
-      llvm::Value* code = b.CreateCall(grid, {f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(3), f->getArg(4),
-                                              t, b.getInt64(threads)});
-      b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), failed, next);
-      b.SetInsertPoint(failed);
-      b.CreateRet(code);
-      b.SetInsertPoint(next);
-      t->addIncoming(b.CreateAdd(t, b.getInt64(1)), next);
-      b.CreateBr(header);
-      b.SetInsertPoint(done);
-      b.CreateRet(b.getInt32(0));
+      llvm::Value* count = llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), threads);
+      first_failure_loop(
+          f, [](llvm::IRBuilder<>& b) { return b.getInt64(0); }, count, llvm::ConstantInt::get(count->getType(), 1),
+          [&](llvm::IRBuilder<>& b, llvm::Value* t) {
+            return b.CreateCall(grid, {f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(3), f->getArg(4), t, count});
+          });
     }
     return emitted;
   });
+}
+
+Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<const te::Tensor> inputs,
+                                          std::span<const te::Tensor> outputs, unsigned threads) {
+  const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+  HostCode host = gpu_schedule_host_code(ir, threads);
+  return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
+}
+
+Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                                std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context) {
+  const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+  PtxKernel ptx = emit_ptx(ir, unique_symbol_prefix(), {context->compute_capability()});
+  auto module = std::make_shared<const cuda::Module>(std::move(context), ptx.ptx, name);
+  // The prologue only: the stages run on the device. Its error sites are
+  // the first of the PTX's (the same emitter, in the same order).
+  HostCode host = compile_host_code(ir, [](const KernelIR& k, llvm::LLVMContext& c, const std::string& prefix) {
+    EmittedKernel emitted = emit_stages(k, c, prefix);
+    for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
+    emitted.stages.clear();
+    return emitted;
+  });
+  std::vector<std::uint32_t> ranks;
+  for (std::size_t b = 0; b < static_cast<std::size_t>(ir.num_inputs + ir.num_outputs); ++b)
+    ranks.push_back(static_cast<std::uint32_t>(ir.buffers[b].tensor.ndim()));
+  auto stages = std::make_shared<const cuda::CudaStages>(std::move(module), ptx.entries, std::move(ranks),
+                                                         ir.buffers.size());
+  return runtime::make_native_kernel(describe_native_kernel(ir, std::move(ptx.errors)), std::move(host.code),
+                                     std::move(stages));
 }
 
 }  // namespace nimble::codegen

@@ -24,8 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpu/cpu_kernel.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "ops/compute.hpp"
+#include "runtime/cuda/context.hpp"
 #include "runtime/native_kernel.hpp"
 
 namespace nimble::codegen {
@@ -64,5 +66,18 @@ struct PtxKernel {
 [[nodiscard]] Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name,
                                                         std::span<const te::Tensor> inputs,
                                                         std::span<const te::Tensor> outputs, unsigned threads);
+
+/// The GPU's schedule of `ir` compiled for the host (the code
+/// compile_gpu_schedule_for_host runs): stage k runs the grid's `threads`
+/// threads one after another. For a fake driver to run launches with.
+[[nodiscard]] HostCode gpu_schedule_host_code(const KernelIR& ir, unsigned threads);
+
+/// The rule as a kernel on the GPU of `context`: its PTX loaded there, its
+/// prologue compiled for the host, each stage launched on the device
+/// (cuda::CudaStages). Its tensors, and the temporaries it allocates, are on
+/// that device (allocator_for(Device::cuda(ordinal)) must be registered).
+[[nodiscard]] Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                                              std::span<const te::Tensor> outputs,
+                                              std::shared_ptr<const cuda::Context> context);
 
 }  // namespace nimble::codegen
