@@ -248,6 +248,17 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
                        "take: index 7 is out of range for axis 0 of data (extent 3)");
     g_host_stages = nullptr;
   }
+  {
+    // zeros(shape): the prologue would read the shape's elements on the host.
+    const auto context = cuda::Context::open(fake.open(), 0);
+    te::SymbolTable symbols;
+    const ir::Type shape_type = ir::tensor_type({2}, DType::i64);
+    const std::vector<te::Tensor> in{te::placeholder_for(*shape_type.as<ir::TensorTypeNode>(), "shape", symbols)};
+    const std::vector<te::Tensor> out = ops::zeros().compute(in, {{"dtype", DType::f32}});
+    CHECK_NIMBLE_ERROR(codegen::compile_cuda_kernel("zeros", in, out, context), ErrorKind::not_supported,
+                       "not supported: zeros on a GPU: its shapes or checks read the elements of shape, which would "
+                       "be on the device (the host computes them)");
+  }
   unregister_allocator(Device::cuda(0));
   fake.check_nothing_live();
 }

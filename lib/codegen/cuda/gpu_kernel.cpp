@@ -203,6 +203,37 @@ std::string compile_to_ptx(llvm::Module& m, const CudaTarget& target) {
   return std::string(ptx.str());
 }
 
+// A tensor whose elements evaluating `e` reads, or null.
+const te::LoadNode* first_load(const te::Expr& e) {
+  if (!e.defined()) return nullptr;
+  if (const auto* l = e.as<te::LoadNode>()) return l;
+  const te::LoadNode* found = nullptr;
+  te::for_each_child(e, [&](const te::Expr& child) {
+    if (found == nullptr) found = first_load(child);
+  });
+  return found;
+}
+
+// The name of a tensor whose elements the prologue of `ir` reads (shapes
+// given as tensors: zeros(shape) …), or "" when it reads shapes only. The
+// prologue runs on the host; those elements are on the device.
+std::string prologue_reads_elements(const KernelIR& ir) {
+  std::vector<const te::Expr*> read;
+  for (const KernelIR::DimCheck& c : ir.input_dims) read.push_back(&c.expected);
+  for (const KernelIR::DimCheck& c : ir.output_dims) read.push_back(&c.expected);
+  for (const KernelCheck& c : ir.checks) read.push_back(&c.condition);
+  for (const Stage& s : ir.stages) {
+    read.push_back(&s.body->extent);
+    read.push_back(&s.work);
+  }
+  for (const Buffer& b : ir.buffers)
+    if (b.role == Buffer::Role::temp)
+      for (const te::Expr& d : b.tensor.shape()) read.push_back(&d);
+  for (const te::Expr* e : read)
+    if (const te::LoadNode* l = first_load(*e)) return l->tensor.name();
+  return "";
+}
+
 // The prologue and stages of `kernel`, the stages as plain loop nests
 // (register tiles off), in a new module of `context`.
 EmittedKernel emit_stages(const KernelIR& kernel, llvm::LLVMContext& context, const std::string& prefix) {
@@ -266,6 +297,11 @@ Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<con
 Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
                                 std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context) {
   const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+  if (const std::string tensor = prologue_reads_elements(ir); !tensor.empty())
+    throw_error(ErrorKind::not_supported,
+                "not supported: {} on a GPU: its shapes or checks read the elements of {}, which would be on the "
+                "device (the host computes them)",
+                name, tensor);
   PtxKernel ptx = emit_ptx(ir, unique_symbol_prefix(), {context->compute_capability()});
   auto module = std::make_shared<const cuda::Module>(std::move(context), ptx.ptx, name);
   // The prologue only: the stages run on the device. Its error sites are
