@@ -161,6 +161,18 @@ int run_launch_on_host(const char* entry, void** params, const unsigned*, const 
   return 0;
 }
 
+// `allocator` is allocator_for(its device) while this lives.
+class Registered {
+ public:
+  explicit Registered(Allocator& allocator) : device_(allocator.device()) { register_allocator(allocator); }
+  ~Registered() { unregister_allocator(device_); }
+  Registered(const Registered&) = delete;
+  Registered& operator=(const Registered&) = delete;
+
+ private:
+  Device device_;
+};
+
 // A tensor's copy on the device of `stream`, and back.
 Tensor to_device(const Tensor& t, cuda::Stream& stream, Device device) {
   Tensor d = Tensor::view_of(Storage::allocate(t.nbytes(), device), t.shape(), t.dtype());
@@ -179,7 +191,7 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
   {
     const auto context = cuda::Context::open(fake.open(), 0);
     cuda::DeviceAllocator allocator(context);
-    register_allocator(allocator);
+    const Registered registered(allocator);
     cuda::Stream stream(context);
     const Device gpu = Device::cuda(0);
 
@@ -226,7 +238,7 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
     // A failing iteration on the device: its code comes back as the Error.
     const auto context = cuda::Context::open(fake.open(), 0);
     cuda::DeviceAllocator allocator(context);
-    register_allocator(allocator);
+    const Registered registered(allocator);
     cuda::Stream stream(context);
     te::SymbolTable symbols;
     const ir::Type data_type = ir::tensor_type({3, 2}, DType::f32);
@@ -259,7 +271,6 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
                        "not supported: zeros on a GPU: its shapes or checks read the elements of shape, which would "
                        "be on the device (the host computes them)");
   }
-  unregister_allocator(Device::cuda(0));
   fake.check_nothing_live();
 }
 
