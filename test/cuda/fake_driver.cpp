@@ -70,9 +70,11 @@ struct State {
   int (*launch_hook)(const char* entry, void** params, const unsigned* grid, const unsigned* block) = nullptr;
 };
 
+// Destroyed when the library is unloaded (the tests open and close it per
+// case), so that nothing it holds outlives it unreachable.
 State& state() {
-  static State* s = new State;
-  return *s;
+  static State s;
+  return s;
 }
 
 thread_local void* current_context = nullptr;
