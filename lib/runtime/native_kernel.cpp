@@ -89,6 +89,11 @@ class NativeKernel final : public Kernel {
     if (const std::int32_t code = prologue_(data.data(), dims.data(), info.data(), sched.data()))
       fail(code, info, inputs, outputs);
 
+    if (num_temps_ == 0 && !runner_) {
+      for (std::size_t s = 0; s < stages_.size(); ++s)
+        run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
+      return;
+    }
     // Temporaries (stages a fused kernel materializes), from the pool of
     // the kernel's device; held until the last stage is done.
     SmallArray<Tensor> temps(num_temps_);
