@@ -229,6 +229,8 @@ class ReferenceProvider final : public KernelProvider {
   std::string_view name() const noexcept override { return "reference"; }
 
   Ref<Kernel> get(const PrimitiveInfo& prim) override {
+    // The reference kernels read and write host memory.
+    if (!prim.device.is_cpu() && !allocator_for(prim.device).host_accessible()) return {};
     const ir::Module m = ir::parse(prim.source, prim.name.c_str());
     if (m.functions().size() != 1) return {};
     const auto* fn = m.functions()[0].second.as<ir::FunctionNode>();

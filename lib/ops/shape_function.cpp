@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/ops.hpp"
+#include "runtime/builtin_kernels.hpp"
 #include "support/check.hpp"
 
 namespace nimble::ops {
@@ -77,6 +78,10 @@ std::vector<Shape> output_shapes(const ir::OpDef& op, std::span<const Value> arg
   }
   NIMBLE_ASSERT(op.reference != nullptr, "every op has a reference kernel");
   try {
+    // stack's shape is its list's length and element shape: read from the
+    // elements' shapes, not their data (which may be on a GPU).
+    if (&op == &stack() && args.size() == 1)
+      return {runtime::stacked_shape(args[0], std::get<std::int64_t>(ir::attr_or_default(op, attrs, "axis")))};
     collect_shapes(op.reference(args, attrs), shapes);
   } catch (Error& e) {
     throw e.with_context(op.name);

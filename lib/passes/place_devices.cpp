@@ -13,9 +13,9 @@
 //     whose result shape depends on their data (arange, nonzero: their shape
 //     functions are data-dependent, and shape functions run on the CPU); an
 //     `if` reads its condition on the CPU;
-//   - constants live in the Executable, in host memory (uploading weights
-//     once, at load, comes with the GPU backend); a scalar constant goes to
-//     a kernel as an immediate, without a copy;
+//   - constants live in the Executable, in host memory; one a kernel on
+//     the target reads is copied there like any value (the VM copies a
+//     constant once per VM, not per call: LoadConst with a device);
 //   - where values meet without an op — parameters, results, tuple and ADT
 //     fields, branch results — a value is where its type says: a rank-0
 //     integer or bool on the CPU, any other tensor on the target; tuples,
@@ -132,8 +132,6 @@ class Placer {
   // `e` (placed, of the type `type` its original has, on `have`) as needed on `want`.
   Expr to(const Expr& e, const ir::Type& type, Device have, Device want) {
     if (have == want || !type.as<ir::TensorTypeNode>()) return e;
-    // A scalar constant travels with the kernel launch, as an immediate.
-    if (const auto* c = e.as<ir::ConstantNode>(); c && c->value.rank() == 0 && !want.is_cpu()) return e;
     const auto* v = e.as<ir::VarNode>();
     const auto key = std::make_pair(v, device_name(want));
     if (v)

@@ -1,15 +1,19 @@
 #include "nimble/runtime/allocator.hpp"
 
+#include <fmt/format.h>
 #include <oneapi/tbb/spin_mutex.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <utility>
 #include <vector>
+
+#include "runtime/cuda/allocator.hpp"
 
 #include "support/check.hpp"
 
@@ -228,10 +232,25 @@ Allocator& allocator_for(Device device) {
     for (Allocator* a : r.allocators)
       if (a->device() == device) return *a;
   }
-  throw_error(ErrorKind::not_supported,
-              "not supported: no allocator for device {} in this build (CUDA support comes with "
-              "the GPU backend)",
-              to_string(device));
+  // A GPU nobody registered: the process's own allocator for it, through
+  // the CUDA driver (Error(not_supported) when there is no driver or device).
+  try {
+    return cuda::process_device_allocator(device.index);
+  } catch (Error& e) {
+    throw e.with_context(fmt::format("memory on {}", to_string(device)));
+  }
+}
+
+void Allocator::copy_from_host(void* dst, const void* src, std::size_t n) {
+  if (n != 0) std::memcpy(dst, src, n);
+}
+
+void Allocator::copy_to_host(void* dst, const void* src, std::size_t n) {
+  if (n != 0) std::memcpy(dst, src, n);
+}
+
+void Allocator::copy_within(void* dst, const void* src, std::size_t n) {
+  if (n != 0) std::memmove(dst, src, n);
 }
 
 }  // namespace nimble

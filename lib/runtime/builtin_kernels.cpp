@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/copy.hpp"
 #include "support/check.hpp"
 
 namespace nimble::runtime {
@@ -130,10 +131,13 @@ Tensor stack_list(const Value& list, std::int64_t axis) {
   for (std::size_t d = s.axis; d < s.first->rank(); ++d) inner *= static_cast<std::size_t>(s.first->shape()[d]);
   std::size_t outer = 1;
   for (std::size_t d = 0; d < s.axis; ++d) outer *= static_cast<std::size_t>(s.first->shape()[d]);
-  auto* o = static_cast<std::byte*>(out.raw_data());
+  // The elements may be on a GPU (a program placed there stacks its steps
+  // on the CPU): copied wherever they are.
+  std::byte* o = address_of(out);
   for_each_element(list, [&](const Tensor& t, std::size_t e) {
-    const auto* in = static_cast<const std::byte*>(t.raw_data());
-    for (std::size_t b = 0; b < outer; ++b) std::memcpy(o + (b * s.count + e) * inner, in + b * inner, inner);
+    const std::byte* in = address_of(t);
+    for (std::size_t b = 0; b < outer; ++b)
+      copy_bytes(*out.storage(), o + (b * s.count + e) * inner, *t.storage(), in + b * inner, inner);
   });
   return out;
 }

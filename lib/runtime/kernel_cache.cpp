@@ -50,7 +50,7 @@ std::string KernelCacheOptions::default_disk_cache_dir() {
   return {};
 }
 
-std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept {
+std::uint64_t content_hash(PrimitiveKind kind, std::string_view source, Device device) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&h](unsigned char byte) {
     h ^= byte;
@@ -58,6 +58,11 @@ std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept
   };
   mix(static_cast<unsigned char>(kind));
   for (char c : source) mix(static_cast<unsigned char>(c));
+  if (!device.is_cpu()) {
+    mix(0);  // not a character of the source
+    mix(static_cast<unsigned char>(device.kind));
+    for (int shift = 0; shift < 32; shift += 8) mix(static_cast<unsigned char>(static_cast<std::uint32_t>(device.index) >> shift));
+  }
   return h;
 }
 

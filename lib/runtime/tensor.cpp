@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "runtime/copy.hpp"
 #include "runtime/element.hpp"
 #include "support/check.hpp"
 
@@ -54,6 +56,8 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
+  if (!device.is_cpu() && !allocator_for(device).host_accessible())
+    return zeros(std::move(shape), dtype).to(device);  // written on the host, copied there
   Tensor t = empty(std::move(shape), dtype, device);
   if (t.nbytes() != 0) std::memset(t.raw_data(), 0, t.nbytes());
   return t;
@@ -162,10 +166,19 @@ double Tensor::element_as_double(std::int64_t flat) const {
   return load_as_double(raw_data_unchecked(), dtype_, flat);
 }
 
+
 Tensor Tensor::clone() const {
-  check_access(dtype_, "clone");
+  if (!storage_) throw_error(ErrorKind::invalid_argument, "Tensor::clone: the tensor is undefined (default-constructed)");
   Tensor copy = empty(shape_, dtype_, device());
-  if (nbytes() != 0) std::memcpy(copy.raw_data_unchecked(), raw_data_unchecked(), nbytes());
+  runtime::copy_bytes(*copy.storage_, copy.raw_data_unchecked(), *storage_, raw_data_unchecked(), nbytes());
+  return copy;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (!storage_) throw_error(ErrorKind::invalid_argument, "Tensor::to: the tensor is undefined (default-constructed)");
+  if (this->device() == device) return *this;
+  Tensor copy = empty(shape_, dtype_, device);
+  runtime::copy_bytes(*copy.storage_, copy.raw_data_unchecked(), *storage_, raw_data_unchecked(), nbytes());
   return copy;
 }
 
@@ -192,3 +205,24 @@ void Tensor::fill(double value) {
 }
 
 }  // namespace nimble
+
+namespace nimble::runtime {
+
+void copy_bytes(const Storage& to, void* dst, const Storage& from, const void* src, std::size_t n) {
+  if (n == 0) return;
+  if (from.host_accessible() && to.host_accessible()) {
+    std::memcpy(dst, src, n);
+  } else if (from.host_accessible()) {
+    to.allocator().copy_from_host(dst, src, n);
+  } else if (to.host_accessible()) {
+    from.allocator().copy_to_host(dst, src, n);
+  } else if (from.device() == to.device()) {
+    to.allocator().copy_within(dst, src, n);
+  } else {  // between two GPUs: through the host
+    std::vector<std::byte> staging(n);
+    from.allocator().copy_to_host(staging.data(), src, n);
+    to.allocator().copy_from_host(dst, staging.data(), n);
+  }
+}
+
+}  // namespace nimble::runtime

@@ -16,7 +16,8 @@
 // and fixed width; a string or a list is a u32 count and then its elements;
 // an enum is one byte; a tensor is its dtype, a u32 rank, the i64 dims and
 // the raw row-major bytes; a TypeDesc is its kind, dtype, dims, fields
-// (recursively, at most kMaxTypeDepth deep) and name.
+// (recursively, at most kMaxTypeDepth deep) and name. A primitive is its
+// name, kind, input and output counts, source, hash and device (kind, u32 index).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@
 namespace nimble::vm::format {
 
 inline constexpr std::string_view kMagic = "NIMBLEVM";
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;  // 2: a primitive records its device
 inline constexpr std::size_t kHeaderSize = 32;
 inline constexpr std::size_t kPayloadSizeOffset = 16;
 inline constexpr std::size_t kChecksumOffset = 24;

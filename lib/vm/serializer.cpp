@@ -56,7 +56,7 @@ constexpr std::size_t kMinTypeSize = 1 + 1 + 4 + 4 + kMinStringSize;        // k
 constexpr std::size_t kInstructionSize = sizeof(Instruction);
 constexpr std::size_t kMinFunctionSize = kMinStringSize + 4 + kMinTypeSize + 4 + 4 + 4 + 1;
 constexpr std::size_t kMinTensorSize = 1 + 4;                               // dtype, rank
-constexpr std::size_t kMinPrimitiveSize = kMinStringSize + 1 + 4 + 4 + kMinStringSize + 8;
+constexpr std::size_t kMinPrimitiveSize = kMinStringSize + 1 + 4 + 4 + kMinStringSize + 8 + 1 + 4;
 constexpr std::size_t kMinConstructorSize = kMinStringSize + 4;
 constexpr std::size_t kMinAdtSize = kMinStringSize + 4 + 4;
 
@@ -185,6 +185,8 @@ void write_payload(Writer& w, const ExecutableData& data) {
     w.u32(p.num_outputs);
     w.str(p.source);
     w.u64(p.hash);
+    w.u8(static_cast<std::uint8_t>(p.device.kind));
+    w.u32(static_cast<std::uint32_t>(p.device.index));
   }
   w.end_section(at);
 
@@ -430,6 +432,11 @@ ExecutableData read_payload(Reader& r) {
       p.num_outputs = s.u32("the output count");
       p.source = s.str("the source");
       p.hash = s.u64("the hash");
+      p.device.kind = read_enum(s, "device kind", DeviceKind::cuda);
+      p.device.index = static_cast<std::int32_t>(s.u32("the device index"));
+      if (p.device.index < 0 || (p.device.is_cpu() && p.device.index != 0))
+        throw_error(ErrorKind::parse_error, "invalid device {} index {}", static_cast<unsigned>(p.device.kind),
+                    p.device.index);
     }
   });
   read_section(r, kSectionTags[6], [&](Reader& s) {

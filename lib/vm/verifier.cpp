@@ -121,7 +121,7 @@ class Verifier {
       if (p.kind != PrimitiveKind::compute && p.kind != PrimitiveKind::shape_function)
         throw_error(ErrorKind::parse_error, "primitive {} ({}): invalid kind {}", i, p.name,
                     static_cast<unsigned>(p.kind));
-      if (const std::uint64_t h = content_hash(p.kind, p.source); h != p.hash)
+      if (const std::uint64_t h = content_hash(p.kind, p.source, p.device); h != p.hash)
         throw_error(ErrorKind::parse_error,
                     "primitive {} ({}): hash {:#018x} does not match its content ({:#018x})", i,
                     p.name, p.hash, h);

@@ -19,11 +19,11 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -406,6 +406,9 @@ struct VirtualMachine::Impl {
   std::unordered_set<const void*> trace_seen;                              // scratch: nodes walked
   std::vector<const Storage*> trace_storages;                            // scratch
   ArgumentCheckCache argument_cache;  // kept between calls: a warm call allocates nothing
+  // Constants copied to a device (LoadConst with a device), by constant
+  // index << 32 | device code: uploaded once per VM.
+  std::unordered_map<std::uint64_t, Tensor> device_constants;
   std::array<std::uint64_t, kNumOpcodes> opcode_counts{};
   std::vector<std::uint64_t> primitive_calls;
   std::vector<std::uint64_t> primitive_ns;
@@ -772,9 +775,20 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
     case Opcode::GetTag:
       set_scalar(r[in.dst], object_of(r[in.a]).tag(), DType::i64);
       return;
-    case Opcode::LoadConst:
-      copy_tensor(r[in.dst], d->constants[in.a]);
+    case Opcode::LoadConst: {
+      const Device device = *decode_device(in.b);
+      if (device.is_cpu()) {
+        copy_tensor(r[in.dst], d->constants[in.a]);
+        return;
+      }
+      // A constant a kernel on a device reads: copied there on first use,
+      // kept for this VM's later calls.
+      const std::uint64_t key = (std::uint64_t{in.a} << 32) | in.b;
+      auto it = device_constants.find(key);
+      if (it == device_constants.end()) it = device_constants.emplace(key, d->constants[in.a].to(device)).first;
+      copy_tensor(r[in.dst], it->second);
       return;
+    }
     case Opcode::ShapeOf: {
       const Tensor& t = tensor_of(r[in.a]);
       Tensor shape = Tensor::empty({static_cast<std::int64_t>(t.rank())}, DType::i64);
@@ -798,13 +812,7 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
       if (x.device() != src)
         throw_error(ErrorKind::invalid_argument, "device_copy: expected a tensor on {}, got one on {}",
                     nimble::to_string(src), nimble::to_string(x.device()));
-      Allocator& to = allocator_for(dst);
-      if (!allocator_for(src).host_accessible() || !to.host_accessible())
-        throw_error(ErrorKind::not_supported, "not supported: a copy from {} to {} (memory the host cannot read)",
-                    nimble::to_string(src), nimble::to_string(dst));
-      Tensor copy = Tensor::view_of(Storage::allocate(x.nbytes(), to), x.shape(), x.dtype());
-      if (x.nbytes() > 0) std::memcpy(copy.raw_data(), x.raw_data(), x.nbytes());
-      set_tensor(r[in.dst], std::move(copy));
+      set_tensor(r[in.dst], x.to(dst));
       return;
     }
     case Opcode::StorageSize: {

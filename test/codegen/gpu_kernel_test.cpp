@@ -18,6 +18,7 @@
 #include "runtime/cuda/context.hpp"
 #include "runtime/cuda/stream.hpp"
 #include "support/fake_cuda.hpp"
+#include "support/gpu_on_host.hpp"
 #include "support/op_calls.hpp"
 #include "support/ptxas.hpp"
 #include "support/tensor_matchers.hpp"
@@ -138,41 +139,6 @@ TEST_CASE("cuda: PTX is written for the SMs nimble targets, and an other SM is n
 
 namespace {
 
-// The host code the fake's launches run: stage k of the kernel IR the test
-// compiled, for entries named <prefix>_stage<k>.
-runtime::NativeCode* g_host_stages = nullptr;
-
-// Runs a launch as the GPU would: the stage over [begin, end) with the
-// grid's threads (the host code simulates a grid of its own size, which
-// covers the same iterations), its failure code into the status word.
-int run_launch_on_host(const char* entry, void** params, const unsigned*, const unsigned*) {
-  const std::string name(entry);
-  const std::size_t at = name.rfind("_stage");
-  const auto k = static_cast<std::size_t>(std::stoul(name.substr(at + 6)));
-  const auto value = [&](int i) { return *static_cast<const std::uint64_t*>(params[i]); };
-  using StageFn = std::int32_t (*)(void* const*, const std::int64_t* const*, std::int64_t*, std::int64_t, std::int64_t);
-  const auto stage = reinterpret_cast<StageFn>(g_host_stages->stages.at(k));
-  const std::int32_t code = stage(reinterpret_cast<void* const*>(value(0)),
-                                  reinterpret_cast<const std::int64_t* const*>(value(1)),
-                                  reinterpret_cast<std::int64_t*>(value(2)), static_cast<std::int64_t>(value(4)),
-                                  static_cast<std::int64_t>(value(5)));
-  auto* status = reinterpret_cast<std::int32_t*>(value(3));
-  if (code != 0 && *status == 0) *status = code;
-  return 0;
-}
-
-// `allocator` is allocator_for(its device) while this lives.
-class Registered {
- public:
-  explicit Registered(Allocator& allocator) : device_(allocator.device()) { register_allocator(allocator); }
-  ~Registered() { unregister_allocator(device_); }
-  Registered(const Registered&) = delete;
-  Registered& operator=(const Registered&) = delete;
-
- private:
-  Device device_;
-};
-
 // A tensor's copy on the device of `stream`, and back.
 Tensor to_device(const Tensor& t, cuda::Stream& stream, Device device) {
   Tensor d = Tensor::view_of(Storage::allocate(t.nbytes(), device), t.shape(), t.dtype());
@@ -203,10 +169,9 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
     const std::vector<te::Tensor> out = ops::softmax().compute(in, {});
     const codegen::KernelIR ir = codegen::lower_to_kernel_ir("softmax", in, out);
     REQUIRE(ir.stages.size() >= 2);
-    codegen::HostCode host = codegen::gpu_schedule_host_code(ir, 3);
-    g_host_stages = &host.code;
+    add_host_stages("test_softmax", codegen::gpu_schedule_host_code(ir, 3));
     fake.set_launch_hook(&run_launch_on_host);
-    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("softmax", in, out, context);
+    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("softmax", in, out, context, "test_softmax");
 
     Rng rng(3);
     const Tensor x = random_tensor(rng, {37, 300}, DType::f32, Range{.lo = -5, .hi = 5, .specials = false});
@@ -232,7 +197,6 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
     Tensor y_host = Tensor::empty(expected.shape(), DType::f32);
     CHECK_NIMBLE_ERROR(kernel->run(std::vector<Tensor>{x}, std::vector<Tensor>{y_host}), ErrorKind::invalid_argument,
                        "softmax: input x is on cpu, not on cuda:0");
-    g_host_stages = nullptr;
   }
   {
     // A failing iteration on the device: its code comes back as the Error.
@@ -247,9 +211,8 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
                                      te::placeholder_for(*index_type.as<ir::TensorTypeNode>(), "indices", symbols)};
     const std::vector<te::Tensor> out = ops::take().compute(in, {});
     const codegen::KernelIR ir = codegen::lower_to_kernel_ir("take", in, out);
-    codegen::HostCode host = codegen::gpu_schedule_host_code(ir, 2);
-    g_host_stages = &host.code;
-    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("take", in, out, context);
+    add_host_stages("test_take", codegen::gpu_schedule_host_code(ir, 2));
+    const Ref<Kernel> kernel = codegen::compile_cuda_kernel("take", in, out, context, "test_take");
     const Tensor data = to_device(from_values({3, 2}, DType::f32, {1, 2, 3, 4, 5, 6}), stream, Device::cuda(0));
     const Tensor good = to_device(i64s({2, 0, 1}), stream, Device::cuda(0));
     const Tensor bad = to_device(i64s({2, 7, 1}), stream, Device::cuda(0));
@@ -258,7 +221,6 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
     CHECK_THAT(to_host(y, stream), IsCloseTo(from_values({3, 2}, DType::f32, {5, 6, 1, 2, 3, 4})));
     CHECK_NIMBLE_ERROR(kernel->run(std::vector<Tensor>{data, bad}, std::vector<Tensor>{y}), ErrorKind::runtime_error,
                        "take: index 7 is out of range for axis 0 of data (extent 3)");
-    g_host_stages = nullptr;
   }
   {
     // zeros(shape): the prologue would read the shape's elements on the host.

@@ -32,7 +32,7 @@ entry def @f(%x: f32[n, 4], %w: f32[4, 4], %k: i64[]) -> (f32[n, 4], i64[2], i64
   let %a = exp(%x_cuda0);
   let %b = add(%a, %x_cuda0);
   let %s = sum(%b);
-  let %c = greater(%s, 0f32);
+  let %c = greater(%s, device_copy(0f32, src="cpu", dst="cuda:0"));
   let %j = add(%k, 1i64);
   let %c_cpu = device_copy(%c, src="cuda:0", dst="cpu");
   let %r = if (%c_cpu) {
@@ -157,10 +157,12 @@ TEST_CASE("place_devices: an entry taking host tensors inside an ADT is not supp
   CHECK(ir::print(passes::place_devices(m, Device::cpu())) == ir::print(m));
 }
 
-TEST_CASE("place_devices: compiling for a device without a code generator says so after placing", "[passes]") {
+TEST_CASE("place_devices: compiling for a device needs no device; running on one that is not there says so",
+          "[passes]") {
   const ir::Module m = list_program(false);
-  CHECK_THROWS_WITH(compile(m, {.target = Device::cuda(0)}),
-                    Catch::Contains("not supported") && Catch::Contains("cuda:0"));
+  vm::VirtualMachine absent(compile(m, {.target = Device::cuda(7)}));
+  CHECK_THROWS_WITH(absent.invoke("main", {Tensor::from_data<float>({2}, {0.5f, -1.0f})}),
+                    Catch::Contains("not supported") && Catch::Contains("cuda:7"));
   vm::VirtualMachine machine(compile(m, {.target = Device::cpu()}));
   const Tensor x = Tensor::from_data<float>({2}, {0.5f, -1.0f});
   CHECK(nimble::testing::close_value(machine.invoke("main", {x}), evaluate(m, "main", {x}), {.rtol = 1e-5, .atol = 1e-6}));

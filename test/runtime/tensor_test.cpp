@@ -160,7 +160,7 @@ TEST_CASE("views of a storage are bounds-checked", "[runtime]") {
 }
 
 TEST_CASE("a device without an allocator is reported, not faked", "[runtime]") {
-  CHECK_NIMBLE_ERROR(Tensor::zeros({2}, DType::f32, Device::cuda(0)), ErrorKind::not_supported,
-                     "not supported: no allocator for device cuda:0 in this build (CUDA support "
-                     "comes with the GPU backend)");
+  // No driver here; on a machine with one, not that many GPUs.
+  CHECK_NIMBLE_ERROR_CONTAINS(Tensor::zeros({2}, DType::f32, Device::cuda(7)), ErrorKind::not_supported,
+                              "memory on cuda:7: not supported: ");
 }

@@ -67,3 +67,16 @@ struct StringMaker<nimble::Tensor> {
       CHECK(e.message() == (text));                                                   \
     }                                                                                 \
   } while (false)
+
+/// Checks that `expr` throws a nimble::Error of `kind` whose message contains `text`.
+#define CHECK_NIMBLE_ERROR_CONTAINS(expr, error_kind, text)                           \
+  do {                                                                                \
+    try {                                                                             \
+      static_cast<void>(expr);                                                        \
+      FAIL_CHECK("expected nimble::Error(" << nimble::to_string(error_kind)            \
+                                           << ") from: " #expr);                      \
+    } catch (const nimble::Error& e) {                                                \
+      CHECK(nimble::to_string(e.kind()) == nimble::to_string(error_kind));            \
+      CHECK_THAT(e.message(), Catch::Contains(text));                                 \
+    }                                                                                 \
+  } while (false)

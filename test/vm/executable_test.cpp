@@ -432,7 +432,7 @@ std::size_t section_offset(std::span<const std::byte> image, std::string_view ta
 TEST_CASE("save and load round-trip every field", "[vm]") {
   const ExecutableData original = sample();
   const std::vector<std::byte> image = wrap(original).save();
-  CHECK(std::memcmp(image.data(), "NIMBLEVM\x01\0\0\0\0\0\0\0", 16) == 0);
+  CHECK(std::memcmp(image.data(), "NIMBLEVM\x02\0\0\0\0\0\0\0", 16) == 0);
   CHECK(read_u64(image, 16) == image.size() - format::kHeaderSize);
   const Executable loaded = Executable::load(image);
   check_equal(loaded.data(), original);
@@ -455,8 +455,8 @@ TEST_CASE("a damaged header or checksum is an error naming what is wrong", "[vm]
   image[0] = std::byte{'X'};
   CHECK(load_error(image) == "not a nimble executable: it does not start with \"NIMBLEVM\"");
   image = good;
-  image[8] = std::byte{2};
-  CHECK(load_error(image) == "unsupported executable format version 2 (this build reads version 1)");
+  image[8] = std::byte{1};
+  CHECK(load_error(image) == "unsupported executable format version 1 (this build reads version 2)");
   image = good;
   image[12] = std::byte{4};
   CHECK(load_error(image) == "unsupported executable flags 0x4 (none are defined)");
@@ -634,7 +634,7 @@ TEST_CASE("the disassembler lists functions, instructions and tables", "[vm]") {
      8  TailCall        @helper, ($r0)
 
 def @helper(%y: f32[?, 3]) -> f32[?, 3]  // registers: 3
-     0  LoadConst       $r1, const#0
+     0  LoadConst       $r1, const#0, cpu
      1  AllocADT        $r2, tuple, ($r0, $r1)
      2  GetField        $r1, $r2, 0
      3  Goto            → 4

@@ -36,6 +36,18 @@ class Allocator {
   /// are memcpy.
   [[nodiscard]] virtual bool host_accessible() const noexcept { return true; }
 
+  /// Copies `n` bytes of host memory at `src` to `dst`, a block (or part of
+  /// one) of this allocator's memory. Returns when `src` may be reused and
+  /// the bytes are there for every kernel launched afterwards. By default
+  /// (host-accessible memory): memcpy. Throws Error(runtime_error) when the
+  /// device fails.
+  virtual void copy_from_host(void* dst, const void* src, std::size_t n);
+  /// Copies `n` bytes of this allocator's memory at `src` to host memory at
+  /// `dst`, after the work queued on the device before; returns when they are there.
+  virtual void copy_to_host(void* dst, const void* src, std::size_t n);
+  /// Copies `n` bytes between two places in this allocator's memory.
+  virtual void copy_within(void* dst, const void* src, std::size_t n);
+
   /// Alignment of every block: a cache line, and a full AVX-512 vector.
   static constexpr std::size_t kAlignment = 64;
 };

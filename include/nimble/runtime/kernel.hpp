@@ -70,11 +70,16 @@ struct PrimitiveInfo {
   std::uint32_t num_inputs = 0;
   std::uint32_t num_outputs = 0;
   std::string source;
-  std::uint64_t hash = 0;  ///< content_hash(kind, source)
+  std::uint64_t hash = 0;  ///< content_hash(kind, source, device)
+  /// Where the kernel runs: its tensors are there (compile's target for the
+  /// kernels place_devices put on it; shape functions run on the CPU).
+  Device device = Device::cpu();
 };
 
-/// FNV-1a 64 of the kind and the source text.
-[[nodiscard]] std::uint64_t content_hash(PrimitiveKind kind, std::string_view source) noexcept;
+/// FNV-1a 64 of the kind and the source text, and of the device when it is
+/// not the CPU (a CPU primitive's hash is the same as before devices were).
+[[nodiscard]] std::uint64_t content_hash(PrimitiveKind kind, std::string_view source,
+                                         Device device = Device::cpu()) noexcept;
 
 /// A source of kernels: the reference implementations, the JIT, an exported module.
 class KernelProvider {

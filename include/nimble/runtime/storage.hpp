@@ -33,6 +33,9 @@ class Storage final : public RefCounted {
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
   [[nodiscard]] Device device() const noexcept { return device_; }
   [[nodiscard]] bool is_borrowed() const noexcept { return allocator_ == nullptr; }
+  /// The allocator this memory came from; for borrowed memory, the device's
+  /// (allocator_for(device())), which copies to and from it.
+  [[nodiscard]] Allocator& allocator() const { return allocator_ != nullptr ? *allocator_ : allocator_for(device_); }
   /// Whether the host reads and writes these bytes directly (the CPU's
   /// memory, or another device's whose allocator says so).
   [[nodiscard]] bool host_accessible() const noexcept {

@@ -131,6 +131,11 @@ class Tensor {
   // --- Whole-tensor operations ---------------------------------------------
   /// A deep copy into fresh storage on the same device.
   [[nodiscard]] Tensor clone() const;
+  /// The tensor on `device`: itself when it is there already, else a copy
+  /// into fresh storage there (host ↔ GPU through the driver). Throws
+  /// Error(not_supported) for a device this process has no allocator for
+  /// (no CUDA driver or device), Error(runtime_error) when a copy fails.
+  [[nodiscard]] Tensor to(Device device) const;
   /// A view with a new shape of the same element count, sharing storage.
   [[nodiscard]] Tensor reshape(Shape shape) const;
   /// Sets every element to `value` (converted as in full()).

@@ -4,13 +4,17 @@
 // when it holds the kernel (KernelCacheOptions::disk_cache_dir), else
 // compiled and stored there. Shape functions and primitives with an opaque
 // op (nonzero, stack) are left to the reference provider, as is a rule the
-// kernel IR cannot express yet (not_supported).
+// kernel IR cannot express yet (not_supported). A primitive placed on a GPU
+// becomes a GPU kernel (compile_cuda_kernel) on that device's context.
 #include <memory>
 #include <optional>
 
 #include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/kernel_store.hpp"
 #include "codegen/primitive_rule.hpp"
+#include "runtime/cuda/allocator.hpp"
+#include "support/check.hpp"
 
 namespace nimble::codegen {
 
@@ -20,13 +24,22 @@ class JitProvider final : public KernelProvider {
  public:
   std::string_view name() const noexcept override { return "jit"; }
 
-  Ref<Kernel> get(const PrimitiveInfo& prim) override { return kernel(prim, {}); }
+  Ref<Kernel> get(const PrimitiveInfo& prim) override {
+    return on_gpu(prim) ? gpu_kernel(prim, allocator_for(prim.device)) : kernel(prim, {});
+  }
 
+  // GPU kernels are generic only, for now.
   Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override {
-    return kernel(prim, bucket);
+    return on_gpu(prim) ? Ref<Kernel>{} : kernel(prim, bucket);
   }
 
  private:
+  // Whether `prim` runs on memory the host cannot read (a GPU's). Throws
+  // Error(not_supported) when the process has no driver or no such device.
+  static bool on_gpu(const PrimitiveInfo& prim) {
+    return !prim.device.is_cpu() && !allocator_for(prim.device).host_accessible();
+  }
+
   static Ref<Kernel> kernel(const PrimitiveInfo& prim, const Bucket& bucket) {
     const std::optional<PrimitiveRule> rule = primitive_rule(prim);
     if (!rule) return {};
@@ -39,6 +52,29 @@ class JitProvider final : public KernelProvider {
       return cpu_kernel(prim, *rule, bucket, store ? &*store : nullptr);
     } catch (Error& e) {
       if (e.kind() == ErrorKind::not_supported) return {};
+      throw e.with_context(prim.name);
+    }
+  }
+
+  // A generic kernel on the GPU whose memory `memory` is (buckets are not
+  // specialized there yet). Nothing else can serve such a primitive — the
+  // reference kernels read host memory — so what the GPU code generator
+  // cannot do is an Error here, naming why.
+  static Ref<Kernel> gpu_kernel(const PrimitiveInfo& prim, Allocator& memory) {
+    auto* gpu = dynamic_cast<cuda::DeviceAllocator*>(&memory);
+    if (gpu == nullptr)
+      throw_error(ErrorKind::not_supported, "not supported: {} on {}: no code generator for its memory", prim.name,
+                  to_string(prim.device));
+    const std::optional<PrimitiveRule> rule = primitive_rule(prim);
+    if (!rule)
+      throw_error(ErrorKind::not_supported,
+                  "not supported: {} on {}: an op of it has no compute rule (its reference kernel runs on the CPU "
+                  "only)",
+                  prim.name, to_string(prim.device));
+    try {
+      return compile_cuda_kernel(prim.name, rule->inputs, rule->outputs, gpu->shared_context(),
+                                 gpu_symbol_prefix(prim));
+    } catch (Error& e) {
       throw e.with_context(prim.name);
     }
   }

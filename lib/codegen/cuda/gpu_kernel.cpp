@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <memory>
 #include <mutex>
 
@@ -295,14 +296,16 @@ Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<con
 }
 
 Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
-                                std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context) {
+                                std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context,
+                                const std::string& symbol_prefix) {
   const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
   if (const std::string tensor = prologue_reads_elements(ir); !tensor.empty())
     throw_error(ErrorKind::not_supported,
                 "not supported: {} on a GPU: its shapes or checks read the elements of {}, which would be on the "
                 "device (the host computes them)",
                 name, tensor);
-  PtxKernel ptx = emit_ptx(ir, unique_symbol_prefix(), {context->compute_capability()});
+  PtxKernel ptx =
+      emit_ptx(ir, symbol_prefix.empty() ? unique_symbol_prefix() : symbol_prefix, {context->compute_capability()});
   auto module = std::make_shared<const cuda::Module>(std::move(context), ptx.ptx, name);
   // The prologue only: the stages run on the device. Its error sites are
   // the first of the PTX's (the same emitter, in the same order).
@@ -319,6 +322,13 @@ Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Ten
                                                          ir.buffers.size());
   return runtime::make_native_kernel(describe_native_kernel(ir, std::move(ptx.errors)), std::move(host.code),
                                      std::move(stages));
+}
+
+std::string gpu_symbol_prefix(const PrimitiveInfo& prim) {
+  std::string name = prim.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return fmt::format("{}_{:016x}", name, prim.hash);
 }
 
 }  // namespace nimble::codegen

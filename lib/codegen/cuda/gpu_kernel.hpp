@@ -75,9 +75,17 @@ struct PtxKernel {
 /// The rule as a kernel on the GPU of `context`: its PTX loaded there, its
 /// prologue compiled for the host, each stage launched on the device
 /// (cuda::CudaStages). Its tensors, and the temporaries it allocates, are on
-/// that device (allocator_for(Device::cuda(ordinal)) must be registered).
+/// that device (allocator_for(Device::cuda(ordinal)) gives its memory). The
+/// PTX entries are <symbol_prefix>_stage<k>; by default a prefix unique in
+/// the process.
 [[nodiscard]] Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
                                               std::span<const te::Tensor> outputs,
-                                              std::shared_ptr<const cuda::Context> context);
+                                              std::shared_ptr<const cuda::Context> context,
+                                              const std::string& symbol_prefix = {});
+
+/// The symbol prefix of `prim`'s GPU kernel: its name and content hash
+/// ("fused_dense_add_0_1f2e…"), the same in every process, so that profilers
+/// and logs name kernels as nimble's messages do.
+[[nodiscard]] std::string gpu_symbol_prefix(const PrimitiveInfo& prim);
 
 }  // namespace nimble::codegen

@@ -1,6 +1,7 @@
 #include "runtime/cuda/allocator.hpp"
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -100,6 +101,45 @@ void DeviceAllocator::trim() noexcept {
 AllocatorStats DeviceAllocator::stats() const noexcept {
   const std::lock_guard lock(pool_->mutex);
   return pool_->stats;
+}
+
+Stream& DeviceAllocator::copy_stream() {
+  if (!copy_stream_) copy_stream_ = std::make_unique<Stream>(context_);
+  return *copy_stream_;
+}
+
+void DeviceAllocator::copy_from_host(void* dst, const void* src, std::size_t n) {
+  if (n == 0) return;
+  const std::lock_guard lock(copy_mutex_);
+  Stream& stream = copy_stream();
+  stream.copy_to_device(dst, src, n);
+  stream.synchronize();
+}
+
+void DeviceAllocator::copy_to_host(void* dst, const void* src, std::size_t n) {
+  if (n == 0) return;
+  const std::lock_guard lock(copy_mutex_);
+  copy_stream().copy_to_host(dst, src, n);
+}
+
+void DeviceAllocator::copy_within(void* dst, const void* src, std::size_t n) {
+  if (n == 0) return;
+  const std::lock_guard lock(copy_mutex_);
+  Stream& stream = copy_stream();
+  stream.copy_on_device(dst, src, n);
+  stream.synchronize();
+}
+
+DeviceAllocator& process_device_allocator(int ordinal) {
+  // Never destroyed, as cpu_allocator(): tensors may outlive main's locals,
+  // and the process's driver stays loaded anyway.
+  static std::mutex mutex;
+  static auto* const allocators = new std::map<int, DeviceAllocator*>;
+  const std::lock_guard lock(mutex);
+  if (const auto it = allocators->find(ordinal); it != allocators->end()) return *it->second;
+  auto* allocator = new DeviceAllocator(Context::open(process_driver(), ordinal));
+  allocators->emplace(ordinal, allocator);
+  return *allocator;
 }
 
 }  // namespace nimble::cuda

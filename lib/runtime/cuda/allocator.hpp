@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "nimble/runtime/allocator.hpp"
 #include "runtime/cuda/context.hpp"
+#include "runtime/cuda/stream.hpp"
 
 namespace nimble::cuda {
 
@@ -31,15 +33,34 @@ class DeviceAllocator final : public Allocator {
   [[nodiscard]] Device device() const noexcept override;
   [[nodiscard]] bool host_accessible() const noexcept override { return false; }
 
+  /// Copies through a stream of the allocator's own and waits for them: the
+  /// bytes are there for kernels launched afterwards on any stream. (A
+  /// stream per VM, with copies ordered on it, comes with overlapping them.)
+  void copy_from_host(void* dst, const void* src, std::size_t n) override;
+  void copy_to_host(void* dst, const void* src, std::size_t n) override;
+  void copy_within(void* dst, const void* src, std::size_t n) override;
+
   /// Frees every cached block.
   void trim() noexcept;
 
   [[nodiscard]] const Context& context() const noexcept { return *context_; }
+  [[nodiscard]] const std::shared_ptr<const Context>& shared_context() const noexcept { return context_; }
 
  private:
   struct Pool;
+  Stream& copy_stream();
+
   std::shared_ptr<const Context> context_;
   std::unique_ptr<Pool> pool_;
+  std::mutex copy_mutex_;
+  std::unique_ptr<Stream> copy_stream_;  // made on the first copy
 };
+
+/// The process's allocator for GPU `ordinal`, on the process's driver
+/// (process_driver()), made on first use and kept for the life of the
+/// process; what allocator_for(Device::cuda(ordinal)) returns when no other
+/// is registered. Throws Error(not_supported) when there is no driver or no
+/// such device.
+[[nodiscard]] DeviceAllocator& process_device_allocator(int ordinal);
 
 }  // namespace nimble::cuda

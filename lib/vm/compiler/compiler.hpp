@@ -27,6 +27,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -97,7 +98,8 @@ class ModuleCompiler {
   std::uint32_t constant(Tensor t);
   std::uint32_t string(std::string s);
   /// Index of the primitive for `call` (deduplicated by content).
-  std::uint32_t primitive(const ir::CallNode& call, PrimitiveKind kind);
+  /// The primitive `call` is, run on `device` (a shape function's: the CPU).
+  std::uint32_t primitive(const ir::CallNode& call, PrimitiveKind kind, Device device = Device::cpu());
   std::uint32_t shape(std::span<const std::int64_t> dims);
   std::uint32_t args(std::span<const std::uint32_t> regs);
 
@@ -116,7 +118,7 @@ class ModuleCompiler {
   std::deque<Pending> pending_;
   std::vector<std::vector<Instruction>> code_;  // per function
   std::unordered_map<const ir::ConstantNode*, std::uint32_t> constants_;
-  std::map<std::pair<PrimitiveKind, std::string>, std::uint32_t> primitives_;
+  std::map<std::tuple<PrimitiveKind, std::string, DeviceKind, std::int32_t>, std::uint32_t> primitives_;
   std::map<std::string, std::uint32_t, std::less<>> op_counts_;  // for primitive names
   // For the report: per primitive its ops (fused ones), per function its plan.
   std::vector<std::vector<std::string>> primitive_ops_;

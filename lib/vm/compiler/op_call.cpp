@@ -209,11 +209,16 @@ std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
     }
   }
   if (&op == &ops::device_copy()) {
-    const std::uint32_t x = compile_value(call.args[0]);
-    const std::uint32_t dst = new_reg();
     const auto device = [&](std::string_view name) {
       return encode_device(parse_device(std::get<std::string>(ir::attr_or_default(op, call.attrs, name))));
     };
+    const std::uint32_t dst = new_reg();
+    // A constant goes to the device once per VM, not once per call.
+    if (const auto* c = call.args[0].as<ir::ConstantNode>()) {
+      emit({.opcode = Opcode::LoadConst, .dst = dst, .a = mc_.constant(*c), .b = device("dst")});
+      return dst;
+    }
+    const std::uint32_t x = compile_value(call.args[0]);
     emit({.opcode = Opcode::DeviceCopy, .dst = dst, .a = x, .b = device("src"), .c = device("dst")});
     return dst;
   }
@@ -291,7 +296,7 @@ std::uint32_t FunctionCompiler::compile_kernel_call(const ir::CallNode& call, st
   }
   std::vector<std::uint32_t> list = inputs;
   list.insert(list.end(), results.begin(), results.end());
-  invoke_packed(*this, mc_.primitive(call, PrimitiveKind::compute), std::move(list),
+  invoke_packed(*this, mc_.primitive(call, PrimitiveKind::compute, device), std::move(list),
                 static_cast<std::uint32_t>(results.size()));
   if (call.checked_type.as<ir::TensorTypeNode>()) return results[0];
   const std::uint32_t dst = new_reg();

@@ -49,7 +49,7 @@ std::vector<std::string> fused_ops(const ir::FunctionNode& fn) {
   return ops;
 }
 
-std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind) {
+std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind kind, Device device) {
   ir::Module m;
   std::string base;
   std::vector<std::string> ops;
@@ -76,7 +76,7 @@ std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind 
   std::string source = ir::print(m);
   if (kind == PrimitiveKind::shape_function) base += "_shape";
 
-  auto key = std::make_pair(kind, source);
+  auto key = std::make_tuple(kind, source, device.kind, device.index);
   if (auto it = primitives_.find(key); it != primitives_.end()) return it->second;
   const std::uint32_t count = op_counts_[base]++;
   PrimitiveInfo info{
@@ -85,8 +85,9 @@ std::uint32_t ModuleCompiler::primitive(const ir::CallNode& call, PrimitiveKind 
       .num_inputs = static_cast<std::uint32_t>(call.args.size()),
       .num_outputs = num_results(call.checked_type),
       .source = std::move(source),
-      .hash = 0};
-  info.hash = content_hash(kind, info.source);
+      .hash = 0,
+      .device = device};
+  info.hash = content_hash(kind, info.source, device);
   const auto index = static_cast<std::uint32_t>(data_.primitives.size());
   data_.primitives.push_back(std::move(info));
   primitive_ops_.push_back(std::move(ops));

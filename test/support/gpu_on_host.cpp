@@ -1,0 +1,100 @@
+#include "support/gpu_on_host.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "codegen/cuda/gpu_kernel.hpp"
+#include "codegen/kernel_ir.hpp"
+#include "codegen/primitive_rule.hpp"
+
+namespace nimble::testing {
+
+namespace {
+
+struct HostStages {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const codegen::HostCode>, std::less<>> by_prefix;
+};
+
+HostStages& host_stages() {
+  static HostStages stages;
+  return stages;
+}
+
+// Threads of the grid the host code simulates; 0 while no GpuOnHost lives.
+std::atomic<unsigned> g_threads{0};
+
+// Asked before the JIT: compiles the host stages of a GPU primitive, then
+// declines (the JIT builds the kernel itself).
+class HostStagesProvider final : public KernelProvider {
+ public:
+  std::string_view name() const noexcept override { return "gpu-on-host"; }
+  Ref<Kernel> get(const PrimitiveInfo& prim) override {
+    const unsigned threads = g_threads.load();
+    if (threads == 0 || prim.device.is_cpu() || allocator_for(prim.device).host_accessible()) return {};
+    const std::optional<codegen::PrimitiveRule> rule = codegen::primitive_rule(prim);
+    if (!rule) return {};
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir(prim.name, rule->inputs, rule->outputs);
+    add_host_stages(codegen::gpu_symbol_prefix(prim), codegen::gpu_schedule_host_code(ir, threads));
+    return {};
+  }
+};
+
+}  // namespace
+
+void add_host_stages(const std::string& prefix, codegen::HostCode host) {
+  HostStages& s = host_stages();
+  const std::lock_guard lock(s.mutex);
+  s.by_prefix[prefix] = std::make_shared<const codegen::HostCode>(std::move(host));
+}
+
+int run_launch_on_host(const char* entry, void** params, const unsigned*, const unsigned*) {
+  const std::string name(entry);
+  const std::size_t at = name.rfind("_stage");
+  REQUIRE(at != std::string::npos);
+  std::shared_ptr<const codegen::HostCode> host;
+  {
+    HostStages& s = host_stages();
+    const std::lock_guard lock(s.mutex);
+    const auto it = s.by_prefix.find(std::string_view(name).substr(0, at));
+    REQUIRE(it != s.by_prefix.end());
+    host = it->second;
+  }
+  const auto k = static_cast<std::size_t>(std::stoul(name.substr(at + 6)));
+  const auto value = [&](int i) { return *static_cast<const std::uint64_t*>(params[i]); };
+  using StageFn = std::int32_t (*)(void* const*, const std::int64_t* const*, std::int64_t*, std::int64_t, std::int64_t);
+  const auto stage = reinterpret_cast<StageFn>(host->code.stages.at(k));
+  const std::int32_t code = stage(reinterpret_cast<void* const*>(value(0)),
+                                  reinterpret_cast<const std::int64_t* const*>(value(1)),
+                                  reinterpret_cast<std::int64_t*>(value(2)), static_cast<std::int64_t>(value(4)),
+                                  static_cast<std::int64_t>(value(5)));
+  auto* status = reinterpret_cast<std::int32_t*>(value(3));
+  if (code != 0 && *status == 0) *status = code;
+  return 0;
+}
+
+GpuOnHost::GpuOnHost(const FakeDriver& fake, unsigned threads) : fake_(fake) {
+  static const bool registered = [] {
+    KernelCache::global().add_provider(std::make_shared<HostStagesProvider>(), 100);
+    return true;
+  }();
+  (void)registered;
+  KernelCache::global().clear();
+  g_threads.store(threads);
+  fake_.set_launch_hook(&run_launch_on_host);
+}
+
+GpuOnHost::~GpuOnHost() {
+  fake_.set_launch_hook(nullptr);
+  g_threads.store(0);
+  KernelCache::global().clear();
+  HostStages& s = host_stages();
+  const std::lock_guard lock(s.mutex);
+  s.by_prefix.clear();
+}
+
+}  // namespace nimble::testing

@@ -1,0 +1,212 @@
+// Programs compiled for a GPU (compile's target = cuda:0) run through the
+// CUDA runtime on the fake driver: placement puts kernels on the device,
+// the VM allocates their outputs there and copies values across with the
+// driver, the JIT makes GPU kernels (PTX loaded by the driver, stages
+// launched) — and each launch runs on the host with the GPU's schedule of
+// the same kernel (support/gpu_on_host.hpp), so the answers can be checked
+// against the reference interpreter here. On a machine with a GPU, the same
+// programs run on it in the "on a real GPU" case.
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "models/lstm.hpp"
+#include "models/tree_lstm.hpp"
+#include "models/workloads.hpp"
+#include "nimble/nimble.hpp"
+#include "passes/golden.hpp"
+#include "runtime/cuda/allocator.hpp"
+#include "runtime/cuda/context.hpp"
+#include "support/fake_cuda.hpp"
+#include "support/gpu_on_host.hpp"
+#include "support/same_value.hpp"
+#include "support/tensor_matchers.hpp"
+
+using namespace nimble;
+using namespace nimble::testing;
+
+namespace {
+
+const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
+constexpr Device kGpu = Device::cuda(0);
+
+bool all_on_host(const Value& v) {
+  if (v.is_tensor()) return v.tensor().device() == Device::cpu();
+  if (v.kind() == Value::Kind::tuple || v.kind() == Value::Kind::adt)
+    for (const Value& f : v.fields())
+      if (!all_on_host(f)) return false;
+  return true;
+}
+
+std::uint64_t executed(const vm::Profile& p, std::string_view opcode) {
+  for (const auto& c : p.instructions)
+    if (c.name == opcode) return c.count;
+  return 0;
+}
+
+ir::Module typed(const char* text) {
+  ir::Module m = ir::parse(text);
+  ir::infer_types(m);
+  return m;
+}
+
+// The fake's device 0 as cuda:0, its launches run on the host.
+struct FakeGpu {
+  explicit FakeGpu(std::size_t memory = std::size_t{256} << 20)
+      : fake(1, memory), context(cuda::Context::open(fake.open(), 0)), allocator(context), registered(allocator),
+        on_host(fake) {}
+  FakeDriver fake;
+  std::shared_ptr<const cuda::Context> context;
+  cuda::DeviceAllocator allocator;
+  Registered registered;
+  GpuOnHost on_host;
+};
+
+Value tree_value(const Adt& tree, const workloads::TreeShape& t) {
+  if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
+  return tree["Node"].value({tree_value(tree, *t.left), tree_value(tree, *t.right)});
+}
+
+}  // namespace
+
+TEST_CASE("cuda: a program compiled for a GPU launches its kernels there and answers on the host", "[cuda]") {
+  {
+    FakeGpu gpu;
+    const ir::Module m = typed(kPlacementProgram);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    const Tensor w = Tensor::full({4, 4}, 0.25, DType::f32);
+    for (double fill : {0.5, -3.0}) {
+      INFO("x filled with " << fill << (fill > 0 ? " (the call)" : " (the other branch)"));
+      const Tensor x = Tensor::full({5, 4}, fill, DType::f32);
+      const std::vector<Value> args{x, w, Tensor::scalar<std::int64_t>(7)};
+      machine.set_profiling(true);
+      const int launches = gpu.fake.launch_count();
+      const int to_device = gpu.fake.calls("cuMemcpyHtoDAsync_v2");
+      const Value out = machine.invoke("f", args);
+      CHECK(close_value(out, evaluate(m, "f", args), kTolerance));
+      CHECK(all_on_host(out));
+      CHECK(gpu.fake.launch_count() > launches);
+      // x (and for the call w) went to the device through the driver.
+      CHECK(gpu.fake.calls("cuMemcpyHtoDAsync_v2") > to_device);
+      CHECK(executed(machine.profile(), "DeviceCopy") >= (fill > 0 ? 4u : 3u));
+    }
+    // The VM keeps the constant it uploaded (0f32, which greater reads on
+    // the device); nothing else on the device outlives a call.
+    CHECK(gpu.allocator.stats().live_bytes == 4);
+    CHECK(gpu.allocator.stats().allocations > 0);
+  }
+}
+
+TEST_CASE("cuda: the LSTM and the Tree-LSTM compiled for a GPU match the reference", "[cuda]") {
+  FakeGpu gpu;
+  {
+    Builder b;
+    models::build_lstm(b);
+    const ir::Module m = b.build();
+    std::vector<Value> args{workloads::w1_input(5)};
+    for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    const Value out = machine.invoke("lstm", args);
+    CHECK(all_on_host(out));
+    CHECK(close_value(out, evaluate(m, "lstm", args), kTolerance));
+  }
+  {
+    Builder b;
+    models::build_tree_lstm(b);
+    const ir::Module m = b.build();
+    const Adt tree(m.find_adt("Tree"));
+    std::vector<Value> args{tree_value(tree, *workloads::w2_tree(8)), workloads::w2_leaves(8)};
+    for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    const Value out = machine.invoke("tree_lstm", args);
+    CHECK(all_on_host(out));
+    CHECK(close_value(out, evaluate(m, "tree_lstm", args), kTolerance));
+  }
+  CHECK(gpu.allocator.stats().live_bytes == 0);
+}
+
+TEST_CASE("cuda: tensors move between the host and a GPU through the driver", "[cuda]") {
+  FakeGpu gpu;
+  const Tensor x = Tensor::from_data<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor on_gpu = x.to(kGpu);
+  CHECK(on_gpu.device() == kGpu);
+  CHECK(on_gpu.to(kGpu).storage() == on_gpu.storage());  // already there: no copy
+  CHECK_NIMBLE_ERROR((void)on_gpu.raw_data(), ErrorKind::invalid_argument,
+                     "Tensor::raw_data: elements of a tensor on cuda:0 cannot be read on the host");
+  const Tensor copy = on_gpu.clone();  // device to device
+  CHECK(copy.storage() != on_gpu.storage());
+  CHECK_THAT(copy.to(Device::cpu()), IsCloseTo(x));
+  CHECK_THAT(Tensor::zeros({3}, DType::i32, kGpu).to(Device::cpu()),
+             IsCloseTo(Tensor::from_data<std::int32_t>({3}, {0, 0, 0})));
+  CHECK(gpu.fake.calls("cuMemcpyDtoDAsync_v2") == 1);
+  // A failing copy is an Error naming the call.
+  gpu.fake.fail_next("cuMemcpyDtoHAsync_v2", 1 /* CUDA_ERROR_INVALID_VALUE */);
+  CHECK_THROWS_WITH(on_gpu.to(Device::cpu()), Catch::Contains("CUDA: cuMemcpyDtoHAsync_v2 failed"));
+}
+
+TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks nothing", "[cuda]") {
+  const ir::Module m = typed(kPlacementProgram);
+  const Tensor w = Tensor::full({4, 4}, 0.25, DType::f32);
+  const std::vector<Value> args{Tensor::full({5, 4}, 0.5, DType::f32), w, Tensor::scalar<std::int64_t>(7)};
+  {
+    // A device of the process that does not exist (no driver here; on a GPU
+    // machine, not that many GPUs): compiling needs no device, running does.
+    vm::VirtualMachine machine(compile(m, {.target = Device::cuda(7)}));
+    CHECK_NIMBLE_ERROR_CONTAINS(machine.invoke("f", args), ErrorKind::not_supported, "memory on cuda:7: not supported");
+  }
+  {
+    // Out of device memory in the middle of a program.
+    FakeGpu gpu(256);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("out of device memory on cuda:0"));
+    CHECK(gpu.allocator.stats().live_bytes == 0);
+  }
+  {
+    // The driver rejects the PTX: its log is in the Error.
+    FakeGpu gpu;
+    gpu.fake.fail_next("cuModuleLoadDataEx", 218 /* CUDA_ERROR_INVALID_PTX */);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("cuModuleLoadDataEx"));
+  }
+}
+
+TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "[cuda]") {
+  try {
+    (void)cuda::process_device_allocator(0);
+  } catch (const Error& e) {
+    WARN("skipped, no GPU: " << e.message());
+    return;
+  }
+  KernelCache::global().clear();
+  {
+    const ir::Module m = typed(kPlacementProgram);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    for (double fill : {0.5, -3.0}) {
+      const std::vector<Value> args{Tensor::full({37, 4}, fill, DType::f32), Tensor::full({4, 4}, 0.25, DType::f32),
+                                    Tensor::scalar<std::int64_t>(7)};
+      const Value out = machine.invoke("f", args);
+      CHECK(all_on_host(out));
+      CHECK(close_value(out, evaluate(m, "f", args), kTolerance));
+    }
+  }
+  {
+    Builder b;
+    models::build_lstm(b);
+    const ir::Module m = b.build();
+    std::vector<Value> args{workloads::w1_input(37)};
+    for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    CHECK(close_value(machine.invoke("lstm", args), evaluate(m, "lstm", args), kTolerance));
+  }
+  {
+    Builder b;
+    models::build_tree_lstm(b);
+    const ir::Module m = b.build();
+    const Adt tree(m.find_adt("Tree"));
+    std::vector<Value> args{tree_value(tree, *workloads::w2_tree(16)), workloads::w2_leaves(16)};
+    for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    CHECK(close_value(machine.invoke("tree_lstm", args), evaluate(m, "tree_lstm", args), kTolerance));
+  }
+  KernelCache::global().clear();
+}
