@@ -43,7 +43,12 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-std::string add_one_ptx() { return read_file(std::filesystem::path(NIMBLE_TEST_DATA_DIR) / "cuda" / "add_one.ptx"); }
+// $NIMBLE_TEST_DATA_DIR where set (a bundle of script/gpu-check), else the source tree's.
+std::string add_one_ptx() {
+  const char* dir = std::getenv("NIMBLE_TEST_DATA_DIR");
+  return read_file(std::filesystem::path(dir != nullptr && *dir != '\0' ? dir : NIMBLE_TEST_DATA_DIR) / "cuda" /
+                   "add_one.ptx");
+}
 
 TEST_CASE("cuda: no driver library, or one without the driver's functions, is a not_supported Error naming it",
           "[cuda]") {

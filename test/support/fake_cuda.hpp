@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <memory>
 
 #include "cuda/fake_driver.hpp"
@@ -15,12 +16,19 @@
 namespace nimble::testing {
 
 
+/// The fake driver library: $NIMBLE_TEST_FAKE_CUDA_DRIVER where set (a
+/// bundle of script/gpu-check, moved to another machine), else the build's.
+inline const char* fake_driver_path() {
+  const char* path = std::getenv("NIMBLE_TEST_FAKE_CUDA_DRIVER");
+  return path != nullptr && *path != '\0' ? path : NIMBLE_FAKE_CUDA_DRIVER;
+}
+
 // The fake driver's controls, from the library nimble opens (dlopen hands
 // out the same one).
 class FakeDriver {
  public:
   explicit FakeDriver(int devices = 1, unsigned long long memory = 1 << 20, int compute_capability = 90)
-      : handle_(::dlopen(NIMBLE_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL)) {
+      : handle_(::dlopen(fake_driver_path(), RTLD_NOW | RTLD_LOCAL)) {
     REQUIRE(handle_ != nullptr);
     get("fake_cuda_configure", configure_);
     get("fake_cuda_fail_next", fail_next_);
@@ -41,7 +49,7 @@ class FakeDriver {
   FakeDriver(const FakeDriver&) = delete;
   FakeDriver& operator=(const FakeDriver&) = delete;
 
-  std::shared_ptr<const cuda::Driver> open() const { return cuda::Driver::open(NIMBLE_FAKE_CUDA_DRIVER); }
+  std::shared_ptr<const cuda::Driver> open() const { return cuda::Driver::open(fake_driver_path()); }
   void fail_next(const char* call, int result) const { fail_next_(call, result); }
   using LaunchHook = int (*)(const char* entry, void** params, const unsigned* grid, const unsigned* block);
   /// Runs every launch with `hook` too (the fake's stand-in for the GPU).

@@ -55,8 +55,9 @@ struct StringMaker<nimble::Tensor> {
 };
 }  // namespace Catch
 
-/// Checks that `expr` throws a nimble::Error of `kind` whose message is exactly `message`.
-#define CHECK_NIMBLE_ERROR(expr, error_kind, text)                                    \
+/// Checks that `expr` throws a nimble::Error of `kind` whose message matches
+/// the Catch string matcher `matcher`.
+#define CHECK_NIMBLE_ERROR_MATCHES(expr, error_kind, matcher)                         \
   do {                                                                                \
     try {                                                                             \
       static_cast<void>(expr);                                                        \
@@ -64,19 +65,14 @@ struct StringMaker<nimble::Tensor> {
                                            << ") from: " #expr);                      \
     } catch (const nimble::Error& e) {                                                \
       CHECK(nimble::to_string(e.kind()) == nimble::to_string(error_kind));            \
-      CHECK(e.message() == (text));                                                   \
+      CHECK_THAT(e.message(), matcher);                                               \
     }                                                                                 \
   } while (false)
 
+/// Checks that `expr` throws a nimble::Error of `kind` whose message is exactly `text`.
+#define CHECK_NIMBLE_ERROR(expr, error_kind, text) \
+  CHECK_NIMBLE_ERROR_MATCHES(expr, error_kind, Catch::Equals(std::string(text)))
+
 /// Checks that `expr` throws a nimble::Error of `kind` whose message contains `text`.
-#define CHECK_NIMBLE_ERROR_CONTAINS(expr, error_kind, text)                           \
-  do {                                                                                \
-    try {                                                                             \
-      static_cast<void>(expr);                                                        \
-      FAIL_CHECK("expected nimble::Error(" << nimble::to_string(error_kind)            \
-                                           << ") from: " #expr);                      \
-    } catch (const nimble::Error& e) {                                                \
-      CHECK(nimble::to_string(e.kind()) == nimble::to_string(error_kind));            \
-      CHECK_THAT(e.message(), Catch::Contains(text));                                 \
-    }                                                                                 \
-  } while (false)
+#define CHECK_NIMBLE_ERROR_CONTAINS(expr, error_kind, text) \
+  CHECK_NIMBLE_ERROR_MATCHES(expr, error_kind, Catch::Contains(std::string(text)))

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "models/lstm.hpp"
 #include "models/tree_lstm.hpp"
@@ -20,6 +22,7 @@
 #include "support/fake_cuda.hpp"
 #include "support/gpu_on_host.hpp"
 #include "support/same_value.hpp"
+#include "support/vm_checks.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
@@ -29,20 +32,6 @@ namespace {
 
 const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
 constexpr Device kGpu = Device::cuda(0);
-
-bool all_on_host(const Value& v) {
-  if (v.is_tensor()) return v.tensor().device() == Device::cpu();
-  if (v.kind() == Value::Kind::tuple || v.kind() == Value::Kind::adt)
-    for (const Value& f : v.fields())
-      if (!all_on_host(f)) return false;
-  return true;
-}
-
-std::uint64_t executed(const vm::Profile& p, std::string_view opcode) {
-  for (const auto& c : p.instructions)
-    if (c.name == opcode) return c.count;
-  return 0;
-}
 
 ir::Module typed(const char* text) {
   ir::Module m = ir::parse(text);
@@ -65,6 +54,40 @@ struct FakeGpu {
 Value tree_value(const Adt& tree, const workloads::TreeShape& t) {
   if (t.leaf >= 0) return tree["Leaf"].value({Tensor::scalar(t.leaf)});
   return tree["Node"].value({tree_value(tree, *t.left), tree_value(tree, *t.right)});
+}
+
+// A workload's model, entry and arguments.
+struct ModelCase {
+  ir::Module module;
+  std::string entry;
+  std::vector<Value> args;
+};
+
+ModelCase lstm_case(std::int64_t length) {
+  Builder b;
+  models::build_lstm(b);
+  ModelCase c{b.build(), "lstm", {workloads::w1_input(length)}};
+  for (const Tensor& t : workloads::w1_weights()) c.args.emplace_back(t);
+  return c;
+}
+
+ModelCase tree_lstm_case(std::int64_t leaves) {
+  Builder b;
+  models::build_tree_lstm(b);
+  ModelCase c{b.build(), "tree_lstm", {}};
+  const Adt tree(c.module.find_adt("Tree"));
+  c.args = {tree_value(tree, *workloads::w2_tree(leaves)), workloads::w2_leaves(leaves)};
+  for (const Tensor& t : workloads::w2_weights()) c.args.emplace_back(t);
+  return c;
+}
+
+// `c` compiled for the GPU answers on the host what the reference interpreter does.
+void check_on_gpu(const ModelCase& c) {
+  INFO(c.entry);
+  vm::VirtualMachine machine(compile(c.module, {.target = kGpu}));
+  const Value out = machine.invoke(c.entry, c.args);
+  CHECK(all_on_host(out));
+  CHECK(close_value(out, evaluate(c.module, c.entry, c.args), kTolerance));
 }
 
 }  // namespace
@@ -99,29 +122,8 @@ TEST_CASE("cuda: a program compiled for a GPU launches its kernels there and ans
 
 TEST_CASE("cuda: the LSTM and the Tree-LSTM compiled for a GPU match the reference", "[cuda]") {
   FakeGpu gpu;
-  {
-    Builder b;
-    models::build_lstm(b);
-    const ir::Module m = b.build();
-    std::vector<Value> args{workloads::w1_input(5)};
-    for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
-    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
-    const Value out = machine.invoke("lstm", args);
-    CHECK(all_on_host(out));
-    CHECK(close_value(out, evaluate(m, "lstm", args), kTolerance));
-  }
-  {
-    Builder b;
-    models::build_tree_lstm(b);
-    const ir::Module m = b.build();
-    const Adt tree(m.find_adt("Tree"));
-    std::vector<Value> args{tree_value(tree, *workloads::w2_tree(8)), workloads::w2_leaves(8)};
-    for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
-    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
-    const Value out = machine.invoke("tree_lstm", args);
-    CHECK(all_on_host(out));
-    CHECK(close_value(out, evaluate(m, "tree_lstm", args), kTolerance));
-  }
+  check_on_gpu(lstm_case(5));
+  check_on_gpu(tree_lstm_case(8));
   CHECK(gpu.allocator.stats().live_bytes == 0);
 }
 
@@ -162,6 +164,12 @@ TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks not
     CHECK(gpu.allocator.stats().live_bytes == 0);
   }
   {
+    // Exports hold host code: a program placed on a GPU is refused, naming why.
+    const vm::Executable exe = compile(m, {.target = kGpu});
+    CHECK_NIMBLE_ERROR_CONTAINS(export_executable(exe, "/nonexistent/never-written.nimble", {}),
+                                ErrorKind::not_supported, "on cuda:0; exports hold host code only");
+  }
+  {
     // The driver rejects the PTX: its log is in the Error.
     FakeGpu gpu;
     gpu.fake.fail_next("cuModuleLoadDataEx", 218 /* CUDA_ERROR_INVALID_PTX */);
@@ -189,24 +197,7 @@ TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "
       CHECK(close_value(out, evaluate(m, "f", args), kTolerance));
     }
   }
-  {
-    Builder b;
-    models::build_lstm(b);
-    const ir::Module m = b.build();
-    std::vector<Value> args{workloads::w1_input(37)};
-    for (const Tensor& t : workloads::w1_weights()) args.emplace_back(t);
-    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
-    CHECK(close_value(machine.invoke("lstm", args), evaluate(m, "lstm", args), kTolerance));
-  }
-  {
-    Builder b;
-    models::build_tree_lstm(b);
-    const ir::Module m = b.build();
-    const Adt tree(m.find_adt("Tree"));
-    std::vector<Value> args{tree_value(tree, *workloads::w2_tree(16)), workloads::w2_leaves(16)};
-    for (const Tensor& t : workloads::w2_weights()) args.emplace_back(t);
-    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
-    CHECK(close_value(machine.invoke("tree_lstm", args), evaluate(m, "tree_lstm", args), kTolerance));
-  }
+  check_on_gpu(lstm_case(37));
+  check_on_gpu(tree_lstm_case(16));
   KernelCache::global().clear();
 }

@@ -18,9 +18,12 @@
 #include "nimble/nimble.hpp"
 #include "passes/golden.hpp"
 #include "support/same_value.hpp"
+#include "support/vm_checks.hpp"
 
 using namespace nimble;
+using nimble::testing::all_on_host;
 using nimble::testing::close_value;
+using nimble::testing::executed;
 
 namespace {
 
@@ -58,20 +61,6 @@ class FakeDevice final : public Allocator {
   std::atomic<std::size_t> live_{0};
   std::atomic<std::uint64_t> allocations_{0};
 };
-
-std::uint64_t executed(const vm::Profile& p, std::string_view opcode) {
-  for (const auto& c : p.instructions)
-    if (c.name == opcode) return c.count;
-  return 0;
-}
-
-bool all_on_host(const Value& v) {
-  if (v.is_tensor()) return v.tensor().device() == Device::cpu();
-  if (v.kind() == Value::Kind::tuple || v.kind() == Value::Kind::adt)
-    for (const Value& f : v.fields())
-      if (!all_on_host(f)) return false;
-  return true;
-}
 
 const Tolerance kTolerance{.rtol = 1e-4, .atol = 1e-5};
 

@@ -259,6 +259,12 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
   std::unordered_set<std::uint64_t> seen;
   for (const PrimitiveInfo& prim : data.primitives) {
     if (!seen.insert(prim.hash).second) continue;
+    // Host code only: a kernel placed on a GPU would need its PTX exported.
+    if (!prim.device.is_cpu())
+      throw_error(ErrorKind::not_supported,
+                  "not supported: export: {} runs on {}; exports hold host code only (PTX in exports is not done "
+                  "yet): export a program compiled for the CPU",
+                  prim.name, to_string(prim.device));
     std::optional<codegen::KernelIR> ir;
     try {
       ir = kernel_ir(prim);
