@@ -22,8 +22,10 @@
 //     ADTs and closures are VM objects (their fields follow the same rule);
 //   - an entry function is called by the host with host tensors: its tensor
 //     parameters are on the CPU and its tensor results (in a tuple too) go
-//     back there. Entry parameters and results that would carry target
-//     tensors inside an ADT, or parameters inside a tuple, are not
+//     back there. A parameter that holds tensors inside a tuple or an ADT
+//     (a model's weights as a list) is copied to the target whole, once, at
+//     the entry (tensors the caller passes there already are not copied
+//     again). Results that would carry target tensors inside an ADT are not
 //     supported yet off the CPU (an ADT of integer scalars, such as a tree
 //     of token indices, is fine: those live on the CPU anyway).
 // A copy is inserted only where the device a value is on differs from the
@@ -97,18 +99,26 @@ class Placer {
   Expr rewrite_function(const std::string& name, const Expr& e) {
     const auto* fn = e.as<ir::FunctionNode>();
     const bool entry = module_.is_entry(name);
+    std::vector<std::pair<Expr, Expr>> entry_copies;
     for (const Expr& p : fn->params) {
       const auto* v = p.as<ir::VarNode>();
+      where_[v] = entry ? Device::cpu() : boundary(v->type_annotation);
       std::set<std::string> seen;
       if (entry && !v->type_annotation.as<ir::TensorTypeNode>() &&
-          holds_target_tensors(v->type_annotation, module_, {}, seen))
-        throw_error(ErrorKind::not_supported,
-                    "not supported: place_devices for {}: entry @{} takes %{} of type {}, which holds "
-                    "host tensors the program would need on {}",
-                    to_string(target_), name, v->name, ir::to_string(v->type_annotation), to_string(target_));
-      where_[v] = entry ? Device::cpu() : boundary(v->type_annotation);
+          holds_target_tensors(v->type_annotation, module_, {}, seen)) {
+        // Host tensors inside a tuple or an ADT (a model's weights as a
+        // list): the whole value goes to the target once, at the entry, and
+        // the body uses that copy.
+        Expr copy = ir::var(fmt::format("{}_{}", v->name, device_name(target_)), {}, v->loc);
+        ir::Attrs attrs{{"src", to_string(Device::cpu())}, {"dst", to_string(target_)}};
+        entry_copies.emplace_back(copy, ir::call(ir::op_ref(ops::device_copy()), {p}, std::move(attrs), v->loc));
+        where_[copy.as<ir::VarNode>()] = Device::cpu();  // a VM object; its tensors are on the target
+        renamed_[v] = std::move(copy);
+      }
     }
     Expr body = entry ? block_to_host(fn->body, name) : block(fn->body, boundary(result_type(*fn)));
+    for (std::size_t i = entry_copies.size(); i-- > 0;)
+      body = ir::let(entry_copies[i].first, entry_copies[i].second, std::move(body));
     return ir::function(fn->params, fn->ret_type, std::move(body), fn->loc, fn->primitive);
   }
 
@@ -149,6 +159,7 @@ class Placer {
   Placed place(const Expr& e) {
     switch (e.kind()) {
       case ir::ExprKind::var: {
+        if (const auto r = renamed_.find(e.as<ir::VarNode>()); r != renamed_.end()) return {r->second, Device::cpu()};
         const auto it = where_.find(e.as<ir::VarNode>());
         return {e, it == where_.end() ? Device::cpu() : it->second};
       }
@@ -321,6 +332,7 @@ class Placer {
   }
 
   std::unordered_map<const ir::VarNode*, Device> where_;
+  std::unordered_map<const ir::VarNode*, Expr> renamed_;  // entry parameters used through their copy
   std::map<std::pair<const ir::VarNode*, std::string>, Expr> copies_;
   std::vector<std::pair<Expr, Expr>> pending_;  // lets to emit before the current binding
   const ir::Module& module_;

@@ -283,6 +283,42 @@ const Value& object_of(const Reg& r) {
   return r.v;
 }
 
+// `x` (expected on `src`) on `dst`. A tensor already on `dst` is itself: an
+// entry's caller may pass tensors that live on the device already.
+Tensor on_device(const Tensor& x, Device src, Device dst) {
+  if (x.device() == dst) return x;
+  if (x.device() != src)
+    throw_error(ErrorKind::invalid_argument, "device_copy: expected a tensor on {}, got one on {}",
+                nimble::to_string(src), nimble::to_string(x.device()));
+  return x.to(dst);
+}
+
+// `v` with every tensor in it (through tuple and ADT fields) on `dst`, or
+// nullopt where nothing moves. Closures are left as they are.
+std::optional<Value> moved_to(const Value& v, Device src, Device dst) {
+  if (!v.defined()) return std::nullopt;
+  if (v.is_tensor()) {
+    if (v.tensor().device() == dst) return std::nullopt;
+    return Value(on_device(v.tensor(), src, dst));
+  }
+  if (v.kind() != Value::Kind::tuple && v.kind() != Value::Kind::adt) return std::nullopt;
+  const std::span<const Value> old = v.fields();
+  std::vector<Value> fields;
+  bool moved = false;
+  for (const Value& f : old) {
+    std::optional<Value> m = moved_to(f, src, dst);
+    moved = moved || m.has_value();
+    fields.push_back(m ? std::move(*m) : f);
+  }
+  if (!moved) return std::nullopt;
+  return v.kind() == Value::Kind::tuple ? Value::tuple(std::move(fields)) : Value::adt(v.tag(), std::move(fields));
+}
+
+Value on_device(const Value& v, Device src, Device dst) {
+  std::optional<Value> moved = moved_to(v, src, dst);
+  return moved ? std::move(*moved) : v;
+}
+
 // The dims of shape tensor `t` (i64[k], every dim >= 0), viewing its data.
 std::span<const std::int64_t> shape_dims(const Tensor& t) {
   if (t.dtype() != DType::i64 || t.rank() != 1)
@@ -808,11 +844,11 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
         r[in.dst] = r[in.a];
         return;
       }
-      const Tensor& x = tensor_of(r[in.a]);
-      if (x.device() != src)
-        throw_error(ErrorKind::invalid_argument, "device_copy: expected a tensor on {}, got one on {}",
-                    nimble::to_string(src), nimble::to_string(x.device()));
-      set_tensor(r[in.dst], x.to(dst));
+      if (r[in.a].kind == Reg::Kind::value) {  // a tuple or ADT: every tensor in it
+        set_value(r[in.dst], on_device(r[in.a].v, src, dst));
+        return;
+      }
+      set_tensor(r[in.dst], on_device(tensor_of(r[in.a]), src, dst));
       return;
     }
     case Opcode::StorageSize: {

@@ -150,11 +150,16 @@ def @total(%xs: List<f32[2]>) -> f32[2] {
 )");
 }
 
-TEST_CASE("place_devices: an entry taking host tensors inside an ADT is not supported off the CPU", "[passes]") {
+TEST_CASE("place_devices: an entry's list of host tensors goes to the target whole, once, at the entry", "[passes]") {
   const ir::Module m = list_program(true);
-  CHECK_THROWS_WITH(passes::place_devices(m, Device::cuda(0)),
-                    Catch::Contains("not supported") && Catch::Contains("%xs") && Catch::Contains("cuda:0"));
   CHECK(ir::print(passes::place_devices(m, Device::cpu())) == ir::print(m));
+  const std::string placed = ir::print(passes::place_devices(m, Device::cuda(0)));
+  INFO(placed);
+  CHECK_THAT(placed, Catch::Contains("entry def @main(%x: f32[2], %xs: List<f32[2]>) {\n"
+                                     "  let %xs_cuda0 = device_copy(%xs, src=\"cpu\", dst=\"cuda:0\");\n") &&
+                         Catch::Contains("@total(%xs_cuda0)"));
+  // One copy of the list: @total takes it where its type says (the target).
+  CHECK(placed.find("device_copy(%xs") == placed.rfind("device_copy(%xs"));
 }
 
 TEST_CASE("place_devices: compiling for a device needs no device; running on one that is not there says so",

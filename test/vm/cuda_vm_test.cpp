@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "models/bert.hpp"
 #include "models/lstm.hpp"
 #include "models/tree_lstm.hpp"
 #include "models/workloads.hpp"
@@ -21,6 +22,7 @@
 #include "runtime/cuda/context.hpp"
 #include "support/fake_cuda.hpp"
 #include "support/gpu_on_host.hpp"
+#include "support/model_args.hpp"
 #include "support/same_value.hpp"
 #include "support/vm_checks.hpp"
 #include "support/tensor_matchers.hpp"
@@ -81,6 +83,14 @@ ModelCase tree_lstm_case(std::int64_t leaves) {
   return c;
 }
 
+ModelCase bert_case(int layers, std::int64_t length) {
+  Builder b;
+  models::build_bert(b);
+  ModelCase c{b.build(), "bert", {}};
+  c.args = bert_args(c.module, layers, length);
+  return c;
+}
+
 // `c` compiled for the GPU answers on the host what the reference interpreter does.
 void check_on_gpu(const ModelCase& c) {
   INFO(c.entry);
@@ -120,10 +130,11 @@ TEST_CASE("cuda: a program compiled for a GPU launches its kernels there and ans
   }
 }
 
-TEST_CASE("cuda: the LSTM and the Tree-LSTM compiled for a GPU match the reference", "[cuda]") {
+TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the reference", "[cuda]") {
   FakeGpu gpu;
   check_on_gpu(lstm_case(5));
   check_on_gpu(tree_lstm_case(8));
+  check_on_gpu(bert_case(2, 7));  // its weights, a list of tuples, go to the device at the entry
   CHECK(gpu.allocator.stats().live_bytes == 0);
 }
 
@@ -199,5 +210,6 @@ TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "
   }
   check_on_gpu(lstm_case(37));
   check_on_gpu(tree_lstm_case(16));
+  check_on_gpu(bert_case(12, 37));
   KernelCache::global().clear();
 }
