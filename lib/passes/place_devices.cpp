@@ -23,9 +23,9 @@
 //   - an entry function is called by the host with host tensors: its tensor
 //     parameters are on the CPU and its tensor results (in a tuple too) go
 //     back there. A parameter that holds tensors inside a tuple or an ADT
-//     (a model's weights as a list) is copied to the target whole, once, at
-//     the entry (tensors the caller passes there already are not copied
-//     again). Results that would carry target tensors inside an ADT are not
+//     (a model's weights as a list) is copied to the target whole at the
+//     entry, on each call (tensors the caller passes there already are not
+//     copied; its integer and bool scalars stay on the CPU). Results that would carry target tensors inside an ADT are not
 //     supported yet off the CPU (an ADT of integer scalars, such as a tree
 //     of token indices, is fine: those live on the CPU anyway).
 // A copy is inserted only where the device a value is on differs from the
@@ -107,8 +107,8 @@ class Placer {
       if (entry && !v->type_annotation.as<ir::TensorTypeNode>() &&
           holds_target_tensors(v->type_annotation, module_, {}, seen)) {
         // Host tensors inside a tuple or an ADT (a model's weights as a
-        // list): the whole value goes to the target once, at the entry, and
-        // the body uses that copy.
+        // list): the whole value goes to the target at the entry, once per
+        // call, and the body uses that copy.
         Expr copy = ir::var(fmt::format("{}_{}", v->name, device_name(target_)), {}, v->loc);
         ir::Attrs attrs{{"src", to_string(Device::cpu())}, {"dst", to_string(target_)}};
         entry_copies.emplace_back(copy, ir::call(ir::op_ref(ops::device_copy()), {p}, std::move(attrs), v->loc));

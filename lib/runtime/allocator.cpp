@@ -241,15 +241,29 @@ Allocator& allocator_for(Device device) {
   }
 }
 
+namespace {
+
+// The default copies are memcpy: only for memory the host reads.
+void check_host_copy(const Allocator& a) {
+  if (!a.host_accessible())
+    throw_error(ErrorKind::not_supported, "not supported: copying to or from {}: its allocator has no copies",
+                to_string(a.device()));
+}
+
+}  // namespace
+
 void Allocator::copy_from_host(void* dst, const void* src, std::size_t n) {
+  check_host_copy(*this);
   if (n != 0) std::memcpy(dst, src, n);
 }
 
 void Allocator::copy_to_host(void* dst, const void* src, std::size_t n) {
+  check_host_copy(*this);
   if (n != 0) std::memcpy(dst, src, n);
 }
 
 void Allocator::copy_within(void* dst, const void* src, std::size_t n) {
+  check_host_copy(*this);
   if (n != 0) std::memmove(dst, src, n);
 }
 

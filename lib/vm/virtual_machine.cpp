@@ -294,11 +294,16 @@ Tensor on_device(const Tensor& x, Device src, Device dst) {
 }
 
 // `v` with every tensor in it (through tuple and ADT fields) on `dst`, or
-// nullopt where nothing moves. Closures are left as they are.
+// nullopt where nothing moves. Integer and bool scalars stay (the VM reads
+// them on the CPU: place_devices keeps them there); closures are left as
+// they are. Recursive: a value's depth is its longest list or tree path.
 std::optional<Value> moved_to(const Value& v, Device src, Device dst) {
   if (!v.defined()) return std::nullopt;
   if (v.is_tensor()) {
-    if (v.tensor().device() == dst) return std::nullopt;
+    const Tensor& t = v.tensor();
+    const bool vm_scalar =
+        t.rank() == 0 && (t.dtype() == DType::i64 || t.dtype() == DType::i32 || t.dtype() == DType::boolean);
+    if (t.device() == dst || vm_scalar) return std::nullopt;
     return Value(on_device(v.tensor(), src, dst));
   }
   if (v.kind() != Value::Kind::tuple && v.kind() != Value::Kind::adt) return std::nullopt;

@@ -91,13 +91,16 @@ ModelCase bert_case(int layers, std::int64_t length) {
   return c;
 }
 
-// `c` compiled for the GPU answers on the host what the reference interpreter does.
-void check_on_gpu(const ModelCase& c) {
+// `c` compiled for the GPU answers on the host what the reference
+// interpreter does; on the fake, `fake`'s launches show it ran there.
+void check_on_gpu(const ModelCase& c, const FakeDriver* fake = nullptr) {
   INFO(c.entry);
   vm::VirtualMachine machine(compile(c.module, {.target = kGpu}));
+  const int launches = fake ? fake->launch_count() : 0;
   const Value out = machine.invoke(c.entry, c.args);
   CHECK(all_on_host(out));
   CHECK(close_value(out, evaluate(c.module, c.entry, c.args), kTolerance));
+  if (fake) CHECK(fake->launch_count() - launches >= 3);
 }
 
 }  // namespace
@@ -132,10 +135,51 @@ TEST_CASE("cuda: a program compiled for a GPU launches its kernels there and ans
 
 TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the reference", "[cuda]") {
   FakeGpu gpu;
-  check_on_gpu(lstm_case(5));
-  check_on_gpu(tree_lstm_case(8));
-  check_on_gpu(bert_case(2, 7));  // its weights, a list of tuples, go to the device at the entry
+  check_on_gpu(lstm_case(5), &gpu.fake);
+  check_on_gpu(tree_lstm_case(8), &gpu.fake);
+  // BERT's weights, a list of tuples of 16 tensors a layer, go to the device
+  // at the entry: one copy each, through the driver.
+  const int copies = gpu.fake.calls("cuMemcpyHtoDAsync_v2");
+  check_on_gpu(bert_case(2, 7), &gpu.fake);
+  CHECK(gpu.fake.calls("cuMemcpyHtoDAsync_v2") - copies >= 2 * 16);
   CHECK(gpu.allocator.stats().live_bytes == 0);
+}
+
+TEST_CASE("cuda: an entry's tuple goes to the GPU with its integer scalars left on the CPU", "[cuda]") {
+  FakeGpu gpu;
+  const ir::Module m = typed(R"(
+entry def @h(%p: (f32[4], i64[])) -> f32[4] {
+  let %a = %p.0;
+  let %n = %p.1;
+  let %c = greater(%n, 0i64);
+  let %r = if (%c) {
+    let %e = exp(%a);
+    %e
+  } else {
+    %a
+  };
+  %r
+}
+)");
+  vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+  for (std::int64_t n : {3, -3}) {
+    const std::vector<Value> args{Value::tuple({Tensor::from_data<float>({4}, {1, 2, 3, 4}), Tensor::scalar(n)})};
+    const Value out = machine.invoke("h", args);
+    CHECK(all_on_host(out));
+    CHECK(close_value(out, evaluate(m, "h", args), kTolerance));
+  }
+}
+
+TEST_CASE("cuda: a saved executable keeps its kernels' devices", "[cuda]") {
+  FakeGpu gpu;
+  const ir::Module m = typed(kPlacementProgram);
+  const vm::Executable loaded = vm::Executable::load(compile(m, {.target = kGpu}).save());
+  vm::VirtualMachine machine(loaded);
+  const std::vector<Value> args{Tensor::full({5, 4}, 0.5, DType::f32), Tensor::full({4, 4}, 0.25, DType::f32),
+                                Tensor::scalar<std::int64_t>(7)};
+  const int launches = gpu.fake.launch_count();
+  CHECK(close_value(machine.invoke("f", args), evaluate(m, "f", args), kTolerance));
+  CHECK(gpu.fake.launch_count() > launches);
 }
 
 TEST_CASE("cuda: tensors move between the host and a GPU through the driver", "[cuda]") {
@@ -164,8 +208,8 @@ TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks not
   {
     // A device of the process that does not exist (no driver here; on a GPU
     // machine, not that many GPUs): compiling needs no device, running does.
-    vm::VirtualMachine machine(compile(m, {.target = Device::cuda(7)}));
-    CHECK_NIMBLE_ERROR_CONTAINS(machine.invoke("f", args), ErrorKind::not_supported, "memory on cuda:7: not supported");
+    vm::VirtualMachine machine(compile(m, {.target = Device::cuda(99)}));
+    CHECK_NIMBLE_ERROR_CONTAINS(machine.invoke("f", args), ErrorKind::not_supported, "memory on cuda:99: not supported");
   }
   {
     // Out of device memory in the middle of a program.

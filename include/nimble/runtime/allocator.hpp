@@ -38,9 +38,9 @@ class Allocator {
 
   /// Copies `n` bytes of host memory at `src` to `dst`, a block (or part of
   /// one) of this allocator's memory. Returns when `src` may be reused and
-  /// the bytes are there for every kernel launched afterwards. By default
-  /// (host-accessible memory): memcpy. Throws Error(runtime_error) when the
-  /// device fails.
+  /// the bytes are there for every kernel launched afterwards. By default:
+  /// memcpy for host-accessible memory, Error(not_supported) otherwise.
+  /// Throws Error(runtime_error) when the device fails.
   virtual void copy_from_host(void* dst, const void* src, std::size_t n);
   /// Copies `n` bytes of this allocator's memory at `src` to host memory at
   /// `dst`, after the work queued on the device before; returns when they are there.

@@ -5,7 +5,8 @@
 // compiled and stored there. Shape functions and primitives with an opaque
 // op (nonzero, stack) are left to the reference provider, as is a rule the
 // kernel IR cannot express yet (not_supported). A primitive placed on a GPU
-// becomes a GPU kernel (compile_cuda_kernel) on that device's context.
+// becomes a GPU kernel (compile_cuda_kernel) on that device's context; what
+// cannot become one is an Error here (the reference kernels read host memory).
 #include <memory>
 #include <optional>
 

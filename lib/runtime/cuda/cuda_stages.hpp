@@ -36,7 +36,10 @@ class CudaStages final : public runtime::StageRunner {
   std::vector<std::uint32_t> ranks_;
   std::size_t num_buffers_;
   // One stream for the kernel's launches for now; calls from several
-  // threads are ordered on it (a stream per VM comes with placement).
+  // threads are ordered on it. Each run waits for its launches (it reads
+  // the status back), which is what orders them with the allocator's copies
+  // (DeviceAllocator) and other kernels' streams; a stream per VM, with
+  // nothing waited for between kernels, is the next step.
   std::unique_ptr<Stream> stream_;
 };
 

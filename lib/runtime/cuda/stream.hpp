@@ -1,6 +1,8 @@
 // A stream of one GPU: copies between host and device, and kernel launches,
-// in order. One per VirtualMachine: a VM's work on the GPU is ordered, and
-// VMs on other threads do not wait for it.
+// in order. Today a GPU kernel launches on one of its own and the device
+// allocator copies on another, each waited for before its call returns;
+// one per VirtualMachine (a VM's work ordered, VMs on other threads not
+// waiting for it) is the intended use.
 #pragma once
 
 #include <array>
