@@ -159,6 +159,29 @@ TEST_CASE("views of a storage are bounds-checked", "[runtime]") {
                      "tensor view: expected a storage, got null");
 }
 
+namespace {
+
+// Memory the host cannot read, from an allocator without copies of its own.
+class OpaqueMemory final : public Allocator {
+ public:
+  void* allocate(std::size_t nbytes) override { return nbytes == 0 ? nullptr : cpu_allocator().allocate(nbytes); }
+  void deallocate(void* p, std::size_t nbytes) noexcept override { cpu_allocator().deallocate(p, nbytes); }
+  [[nodiscard]] AllocatorStats stats() const noexcept override { return {}; }
+  [[nodiscard]] Device device() const noexcept override { return Device::cuda(6); }
+  [[nodiscard]] bool host_accessible() const noexcept override { return false; }
+};
+
+}  // namespace
+
+TEST_CASE("a copy to memory whose allocator has no copies is refused, not a memcpy", "[runtime]") {
+  OpaqueMemory memory;
+  register_allocator(memory);
+  const Tensor x = Tensor::from_data<float>({2}, {1, 2});
+  CHECK_NIMBLE_ERROR(x.to(Device::cuda(6)), ErrorKind::not_supported,
+                     "not supported: copying to or from cuda:6: its allocator has no copies");
+  unregister_allocator(Device::cuda(6));
+}
+
 TEST_CASE("a device without an allocator is reported, not faked", "[runtime]") {
   // No driver here; on a machine with one, not that many GPUs.
   CHECK_NIMBLE_ERROR_CONTAINS(Tensor::zeros({2}, DType::f32, Device::cuda(99)), ErrorKind::not_supported,

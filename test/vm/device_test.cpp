@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -55,6 +56,10 @@ class FakeDevice final : public Allocator {
   }
   [[nodiscard]] Device device() const noexcept override { return device_; }
   [[nodiscard]] bool host_accessible() const noexcept override { return host_accessible_; }
+  // Memory the host "cannot read" still copies (it is host memory): a
+  // device with copies but no code generator.
+  void copy_from_host(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
+  void copy_to_host(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
 
  private:
   Device device_;
@@ -152,13 +157,13 @@ TEST_CASE("devices: what cannot run on a second device says so", "[vm]") {
     vm::VirtualMachine machine(compile(m, {.target = Device::cuda(99)}));
     CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("not supported") && Catch::Contains("cuda:99"));
   }
-  // Memory the host cannot read, and not a GPU's: no kernel can run there.
+  // Memory the host cannot read, and not a GPU's: nothing can run there.
   {
     KernelCache::global().clear();  // kernels for cuda:5 made while another test registered it
     FakeDevice opaque(Device::cuda(5), /*host_accessible=*/false);
     vm::VirtualMachine machine(compile(m, {.target = Device::cuda(5)}));
-    CHECK_THROWS_WITH(machine.invoke("f", args),
-                      Catch::Contains("not supported: ") && Catch::Contains("on cuda:5: no code generator for its memory"));
+    CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("not supported: ") &&
+                                                     Catch::Contains("on cuda:5: no code generator for its memory"));
     KernelCache::global().clear();
   }
 }
