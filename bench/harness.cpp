@@ -380,6 +380,12 @@ int bench_main(int argc, char** argv, Program program) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  // Specializations still compiling in the background finish before main
+  // returns: at exit, LLVM's function-local statics made during the first
+  // compilations (after the KernelCache) are destroyed before the cache's
+  // destructor waits for them, and a compilation still running then crashed
+  // in instruction selection (the bench's t2 run, SIGSEGV).
+  KernelCache::global().wait_for_background();
   return failures == 0 ? 0 : 1;
 }
 
