@@ -166,20 +166,25 @@ double Tensor::element_as_double(std::int64_t flat) const {
   return load_as_double(raw_data_unchecked(), dtype_, flat);
 }
 
+namespace {
+
+// A copy of `t` (defined) in fresh storage on `device`.
+Tensor copy_on(const Tensor& t, Device device) {
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), device);
+  runtime::copy_bytes(*copy.storage(), runtime::address_of(copy), *t.storage(), runtime::address_of(t), t.nbytes());
+  return copy;
+}
+
+}  // namespace
 
 Tensor Tensor::clone() const {
   if (!storage_) throw_error(ErrorKind::invalid_argument, "Tensor::clone: the tensor is undefined (default-constructed)");
-  Tensor copy = empty(shape_, dtype_, device());
-  runtime::copy_bytes(*copy.storage_, copy.raw_data_unchecked(), *storage_, raw_data_unchecked(), nbytes());
-  return copy;
+  return copy_on(*this, device());
 }
 
 Tensor Tensor::to(Device device) const {
   if (!storage_) throw_error(ErrorKind::invalid_argument, "Tensor::to: the tensor is undefined (default-constructed)");
-  if (this->device() == device) return *this;
-  Tensor copy = empty(shape_, dtype_, device);
-  runtime::copy_bytes(*copy.storage_, copy.raw_data_unchecked(), *storage_, raw_data_unchecked(), nbytes());
-  return copy;
+  return this->device() == device ? *this : copy_on(*this, device);
 }
 
 Tensor Tensor::reshape(Shape shape) const {

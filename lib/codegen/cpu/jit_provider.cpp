@@ -26,7 +26,9 @@ class JitProvider final : public KernelProvider {
   std::string_view name() const noexcept override { return "jit"; }
 
   Ref<Kernel> get(const PrimitiveInfo& prim) override {
-    return on_gpu(prim) ? gpu_kernel(prim, allocator_for(prim.device)) : kernel(prim, {});
+    if (!prim.device.is_cpu())
+      if (Allocator& memory = allocator_for(prim.device); !memory.host_accessible()) return gpu_kernel(prim, memory);
+    return kernel(prim, {});
   }
 
   // GPU kernels are generic only, for now.
