@@ -7,6 +7,8 @@
 #include <mutex>
 #include <utility>
 
+#include <unistd.h>
+
 #ifdef NIMBLE_TSAN
 #include <thread>
 #else
@@ -115,7 +117,36 @@ BackgroundCompiler& BackgroundCompiler::process() {
   return *compiler;
 }
 
-void BackgroundCompiler::submit(std::function<void()> task) { impl_->submit(std::move(task)); }
+namespace {
+
+// Waits for the background tasks when the main thread exits. exit() runs
+// the exiting thread's thread_local destructors before any atexit handler
+// or static destructor, so this wait comes before LLVM's function-local
+// statics go — also those a compilation made after process() registered its
+// own wait, which exit would destroy first (a task still compiling then
+// used destroyed LLVM state: SIGSEGV at exit). Main thread only: other
+// threads' exits need not wait, and a oneTBB worker must not block on tasks
+// that may need it.
+struct DrainAtMainThreadExit {
+  DrainAtMainThreadExit() = default;
+  DrainAtMainThreadExit(const DrainAtMainThreadExit&) = delete;
+  DrainAtMainThreadExit& operator=(const DrainAtMainThreadExit&) = delete;
+  ~DrainAtMainThreadExit() { BackgroundCompiler::process().wait(); }
+};
+
+void drain_when_main_thread_exits() {
+  static thread_local const bool main_thread = ::gettid() == ::getpid();
+  if (!main_thread) return;
+  static thread_local const DrainAtMainThreadExit drain;
+  (void)drain;
+}
+
+}  // namespace
+
+void BackgroundCompiler::submit(std::function<void()> task) {
+  drain_when_main_thread_exits();
+  impl_->submit(std::move(task));
+}
 void BackgroundCompiler::wait() { impl_->wait(); }
 std::uint64_t BackgroundCompiler::pending() const noexcept {
   return impl_->pending_now.load(std::memory_order_relaxed);

@@ -16,7 +16,9 @@ namespace nimble {
 class BackgroundCompiler {
  public:
   /// The process's one, never destroyed (its tasks hold kernels that hold
-  /// it); at exit it waits for its tasks, before LLVM's statics go.
+  /// it); at exit it waits for its tasks, before LLVM's statics go: when
+  /// the main thread exits (from the first submit made on it), else from an
+  /// atexit handler.
   [[nodiscard]] static BackgroundCompiler& process();
 
   BackgroundCompiler(const BackgroundCompiler&) = delete;

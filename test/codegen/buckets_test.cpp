@@ -5,9 +5,12 @@
 // one Executable, and the disk cache's hits, misses and rejections, in this
 // process and in a second one.
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +27,7 @@
 #include "nimble/runtime/stats.hpp"
 #include "nimble/vm/virtual_machine.hpp"
 #include "ops/ops.hpp"
+#include "runtime/background_compiler.hpp"
 #include "support/op_calls.hpp"
 #include "support/tensor_matchers.hpp"
 
@@ -392,4 +396,47 @@ TEST_CASE("buckets: a second process loads every kernel from the disk cache", "[
   std::ifstream log(dir.str() + "/child.log");
   INFO("child:\n" << std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
   CHECK(status == 0);
+}
+
+// What a compilation uses of LLVM's function-local statics: made after the
+// first background task was queued, so that exit destroys it before any
+// atexit handler registered earlier runs.
+namespace {
+std::atomic<bool> late_static_destroyed{false};
+struct LateStatic {
+  LateStatic() = default;
+  LateStatic(const LateStatic&) = delete;
+  LateStatic& operator=(const LateStatic&) = delete;
+  ~LateStatic() { late_static_destroyed = true; }
+};
+const LateStatic& late_static() {
+  static const LateStatic s;
+  return s;
+}
+}  // namespace
+
+// The child of the next test: exits while a background task still runs
+// (then, if the task outlived the static it uses, it exits with 3).
+TEST_CASE("background compiler: (child process) exit while a task runs", "[.][jit]") {
+  if (std::getenv("NIMBLE_TEST_EXIT_CHILD") == nullptr) return;
+  BackgroundCompiler::process().submit([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (late_static_destroyed) ::_exit(3);
+    ::_exit(0);  // the task ran to its end first: the wait worked
+  });
+  (void)late_static();
+  std::exit(4);  // the task's _exit(0) ends the process before this exit does
+}
+
+TEST_CASE("background compiler: a process exits only after its background tasks, before statics go", "[jit]") {
+  const TempDir dir;
+  std::filesystem::create_directories(dir.str());
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command = fmt::format(
+      "NIMBLE_TEST_EXIT_CHILD=1 '{}' '*exit while a task runs' > '{}/child.log' 2>&1", self, dir.str());
+  const int status = std::system(command.c_str());
+  std::ifstream log(dir.str() + "/child.log");
+  INFO("child:\n" << std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
