@@ -15,7 +15,7 @@
 // reader never sees half a file and concurrent writers of one key are safe.
 // The directory is made private (0700); one that others can write is not
 // used (trusted_cache_directory): its objects would run in this process.
-// Not LLVM-specific: the NVPTX backend will keep its PTX here too.
+// Not LLVM-specific: GPU kernels keep their PTX here too (gpu_kernel.hpp).
 #pragma once
 
 #include <cstdint>

@@ -3,10 +3,17 @@
 // they may be called on hot paths.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
 namespace nimble::stats {
+
+/// Wall-clock nanoseconds from `start` to now, as the counters take them.
+[[nodiscard]] inline std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+}
 
 /// Kernel `name` compiled for `bucket` ("" generic), which took
 /// `nanoseconds` of wall-clock time (also appended to kernel_compile_log()).

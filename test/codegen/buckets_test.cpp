@@ -28,6 +28,7 @@
 #include "nimble/vm/virtual_machine.hpp"
 #include "ops/ops.hpp"
 #include "runtime/background_compiler.hpp"
+#include "support/cache_scope.hpp"
 #include "support/op_calls.hpp"
 #include "support/tensor_matchers.hpp"
 
@@ -37,21 +38,6 @@ using namespace nimble::testing;
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-
-// Sets the process's KernelCache options for one test and restores them.
-class ScopedCacheOptions {
- public:
-  explicit ScopedCacheOptions(KernelCacheOptions options) : saved_(KernelCache::global().options()) {
-    KernelCache::global().configure(std::move(options));
-    reset_engine_stats();
-  }
-  ~ScopedCacheOptions() { KernelCache::global().configure(saved_); }
-  ScopedCacheOptions(const ScopedCacheOptions&) = delete;
-  ScopedCacheOptions& operator=(const ScopedCacheOptions&) = delete;
-
- private:
-  KernelCacheOptions saved_;
-};
 
 KernelCacheOptions options(bool background, std::uint32_t limit = 8, std::string disk = {}) {
   KernelCacheOptions o;
@@ -106,33 +92,6 @@ void check_error(F&& f, ErrorKind kind, std::string_view text) {
   }
 }
 
-// A fresh directory under the system's temporary one, removed at the end.
-class TempDir {
- public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              fmt::format("nimble_cache_test_{}_{}", ::getpid(), counter_++)) {
-    std::filesystem::remove_all(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string str() const { return path_.string(); }
-  [[nodiscard]] std::vector<std::filesystem::path> files() const {
-    std::vector<std::filesystem::path> all;
-    if (std::filesystem::exists(path_))
-      for (const auto& e : std::filesystem::directory_iterator(path_)) all.push_back(e.path());
-    std::sort(all.begin(), all.end());
-    return all;
-  }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
 
 }  // namespace
 

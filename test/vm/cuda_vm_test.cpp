@@ -8,7 +8,11 @@
 // programs run on it in the "on a real GPU" case.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,6 +24,7 @@
 #include "passes/golden.hpp"
 #include "runtime/cuda/allocator.hpp"
 #include "runtime/cuda/context.hpp"
+#include "support/cache_scope.hpp"
 #include "support/fake_cuda.hpp"
 #include "support/gpu_on_host.hpp"
 #include "support/model_args.hpp"
@@ -230,6 +235,74 @@ TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks not
     gpu.fake.fail_next("cuModuleLoadDataEx", 218 /* CUDA_ERROR_INVALID_PTX */);
     vm::VirtualMachine machine(compile(m, {.target = kGpu}));
     CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("cuModuleLoadDataEx"));
+  }
+}
+
+TEST_CASE("cuda: GPU kernels are kept in the disk cache and loaded from it by a fresh cache", "[cuda]") {
+  const TempDir dir;
+  const ir::Module m = typed(kPlacementProgram);
+  const std::vector<Value> args{Tensor::full({5, 4}, 0.5, DType::f32), Tensor::full({4, 4}, 0.25, DType::f32),
+                                Tensor::scalar<std::int64_t>(7)};
+  const Value expected = evaluate(m, "f", args);
+  KernelCacheOptions options = KernelCache::global().options();
+  options.disk_cache_dir = dir.str();
+  options.background = false;
+  const ScopedCacheOptions scope(options);
+  FakeGpu gpu;
+  const auto run = [&] {
+    vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+    const int launches = gpu.fake.launch_count();
+    CHECK(close_value(machine.invoke("f", args), expected, kTolerance));
+    CHECK(gpu.fake.launch_count() > launches);
+  };
+  const auto fresh_cache = [] {
+    KernelCache::global().clear();
+    reset_engine_stats();
+  };
+  const auto read = [](const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+
+  run();
+  const std::uint64_t compiled = engine_stats().kernels_compiled;
+  CHECK(compiled > 0);
+  CHECK(engine_stats().disk_hits == 0);
+  // Every kernel is stored; a GPU kernel's entry holds its PTX.
+  const std::vector<std::filesystem::path> files = dir.files();
+  CHECK(files.size() == compiled);
+  const auto gpu_kernels = static_cast<int>(std::count_if(
+      files.begin(), files.end(), [&](const std::filesystem::path& f) { return read(f).find(".entry ") != std::string::npos; }));
+  CHECK(gpu_kernels >= 1);
+
+  SECTION("a fresh cache loads every kernel: the PTX into the driver, nothing compiled") {
+    fresh_cache();
+    const int modules = gpu.fake.calls("cuModuleLoadDataEx");
+    run();
+    CHECK(engine_stats().kernels_compiled == 0);
+    CHECK(engine_stats().disk_hits == compiled);
+    CHECK(gpu.fake.calls("cuModuleLoadDataEx") - modules == gpu_kernels);
+  }
+  SECTION("corrupt entries are rejected, compiled and stored again") {
+    for (const std::filesystem::path& f : files) {
+      std::string bytes = read(f);
+      bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+      std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+    }
+    fresh_cache();
+    run();
+    CHECK(engine_stats().disk_rejected == compiled);
+    CHECK(engine_stats().kernels_compiled == compiled);
+    fresh_cache();
+    run();
+    CHECK(engine_stats().disk_hits == compiled);
+  }
+  SECTION("a stored PTX the driver rejects is replaced") {
+    fresh_cache();
+    gpu.fake.fail_next("cuModuleLoadDataEx", 218 /* CUDA_ERROR_INVALID_PTX */);
+    run();
+    CHECK(engine_stats().disk_rejected == 1);
+    CHECK(engine_stats().kernels_compiled == 1);
   }
 }
 

@@ -41,19 +41,6 @@ runtime::NativeKernelDesc describe_native_kernel(const KernelIR& ir, std::vector
 
 namespace {
 
-// A kernel described by `desc` running `code`, linked by the JIT.
-Ref<Kernel> jit_kernel(runtime::NativeKernelDesc desc, std::unique_ptr<JitCode> code) {
-  const std::vector<void*>& at = code->addresses();
-  runtime::NativeCode native{at[0], std::vector<void*>(at.begin() + 1, at.end()), {}};
-  native.owner = std::shared_ptr<const JitCode>(std::move(code));
-  return runtime::make_native_kernel(std::move(desc), std::move(native));
-}
-
-// The symbols of a kernel emitted with `prefix` (kernel_emitter.hpp).
-std::vector<std::string> symbols_of(const std::string& prefix, std::size_t num_stages) {
-  return runtime::native_symbols(prefix, static_cast<std::uint32_t>(num_stages));
-}
-
 // A stored kernel's payload: its description, then its object file.
 std::string payload_of(const runtime::NativeKernelDesc& desc, std::string_view object) {
   PayloadWriter w;
@@ -71,12 +58,8 @@ Ref<Kernel> load_payload(std::string_view payload, const std::string& prefix, co
   const std::string_view object = r.rest();
   if (!desc || object.empty() || (!bucket.dims.empty() && desc->bindings.size() != bucket.dims.size()))
     return {};
-  return jit_kernel(std::move(*desc), jit_link(prefix, object, symbols_of(prefix, desc->num_stages)));
-}
-
-std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  const std::uint32_t num_stages = desc->num_stages;
+  return runtime::make_native_kernel(std::move(*desc), link_host_code(prefix, object, num_stages));
 }
 
 // The host CPU's kernel.
@@ -85,33 +68,17 @@ EmittedKernel emit_for_host(const KernelIR& ir, llvm::LLVMContext& context, cons
   return emit_cpu_kernel(ir, context, prefix, host);
 }
 
-// The code `emit` makes of `ir` with symbols named from `prefix`, compiled
-// and linked; its object file in `object` when that is not null.
-HostCode compile_code(const KernelIR& ir, const std::string& prefix, const HostKernelEmitter& emit,
-                      std::string* object) {
-  auto context = std::make_unique<llvm::LLVMContext>();
-  EmittedKernel emitted = emit(ir, *context, prefix);
-  const std::size_t num_stages = emitted.stages.size();
-  std::string bytes = compile_to_object(std::move(context), std::move(emitted.module));
-  std::unique_ptr<JitCode> code = jit_link(prefix, bytes, symbols_of(prefix, num_stages));
-  if (object != nullptr) *object = std::move(bytes);
-  const std::vector<void*>& at = code->addresses();
-  runtime::NativeCode native{at[0], std::vector<void*>(at.begin() + 1, at.end()), {}};
-  native.owner = std::shared_ptr<const JitCode>(std::move(code));
-  return {std::move(native), std::move(emitted.errors)};
-}
-
 // Compiles `ir` with symbols named from `prefix`; stores it under `key` when
 // `store` is set.
 Ref<Kernel> compile(const KernelIR& ir, const std::string& prefix, std::string_view bucket,
                     std::chrono::steady_clock::time_point start, const KernelStore* store,
                     std::uint64_t key, std::string_view identity) {
   std::string object;
-  HostCode host = compile_code(ir, prefix, emit_for_host, &object);
+  HostCode host = compile_host_code(ir, emit_for_host, prefix, &object);
   runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(host.errors));
   if (store != nullptr) (void)store->save(key, identity, payload_of(desc, object));
   Ref<Kernel> kernel = runtime::make_native_kernel(std::move(desc), std::move(host.code));
-  stats::count_kernel_compiled(ir.name, bucket, nanoseconds_since(start));
+  stats::count_kernel_compiled(ir.name, bucket, stats::nanoseconds_since(start));
   return kernel;
 }
 
@@ -131,8 +98,28 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
                  nullptr, 0, {});
 }
 
-HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit) {
-  return compile_code(ir, unique_symbol_prefix(), emit, nullptr);
+HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit, const std::string& prefix,
+                           std::string* object) {
+  const std::string symbols = prefix.empty() ? unique_symbol_prefix() : prefix;
+  auto context = std::make_unique<llvm::LLVMContext>();
+  EmittedKernel emitted = emit(ir, *context, symbols);
+  const auto num_stages = static_cast<std::uint32_t>(emitted.stages.size());
+  std::string bytes = compile_to_object(std::move(context), std::move(emitted.module));
+  runtime::NativeCode code = link_host_code(symbols, bytes, num_stages);
+  if (object != nullptr) *object = std::move(bytes);
+  return {std::move(code), std::move(emitted.errors)};
+}
+
+runtime::NativeCode link_host_code(const std::string& prefix, std::string_view object, std::uint32_t num_stages) {
+  std::shared_ptr<const JitCode> code = jit_link(prefix, object, runtime::native_symbols(prefix, num_stages));
+  const std::vector<void*>& at = code->addresses();
+  return {at[0], std::vector<void*>(at.begin() + 1, at.end()), std::move(code)};
+}
+
+std::string kernel_identity(std::string_view code, const PrimitiveInfo& prim, std::string_view bucket) {
+  return fmt::format("nimble {} build {}\nllvm {}\n{}\nbucket {}\n{} {}\n", kVersion, library_build_id(),
+                     LLVM_VERSION_STRING, code, bucket,
+                     prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
 }
 
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
@@ -142,10 +129,7 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
   // Everything the object depends on: a stored kernel is used only by the
   // same build of nimble (its code that lowers, emits and calls kernels) on
   // the same LLVM, for the same target, primitive and bucket.
-  const std::string identity =
-      fmt::format("nimble {} build {}\nllvm {}\ncpu kernel {}\nbucket {}\n{} {}\n", kVersion,
-                  library_build_id(), LLVM_VERSION_STRING, jit_target_id(), bucket_text,
-                  prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
+  const std::string identity = kernel_identity(fmt::format("cpu kernel {}", jit_target_id()), prim, bucket_text);
   const std::uint64_t key = kernel_key(identity);
   const std::string prefix = fmt::format("nimble_{:016x}", key);
   if (store != nullptr) {
@@ -158,7 +142,7 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
         // replaced below.
       }
       if (kernel) {
-        stats::count_disk_hit(nanoseconds_since(start));
+        stats::count_disk_hit(stats::nanoseconds_since(start));
         return kernel;
       }
       stats::count_disk_rejected();

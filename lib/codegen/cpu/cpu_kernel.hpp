@@ -4,6 +4,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "nimble/runtime/kernel.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
@@ -43,9 +44,23 @@ struct HostCode {
 };
 
 /// The code `emit` makes of `ir`, compiled and linked by the JIT (not
-/// counted in the engine stats): the GPU's schedule run on the host, and
-/// the GPU kernels' host prologues (codegen/cuda/gpu_kernel.hpp).
-[[nodiscard]] HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit);
+/// counted in the engine stats): the host CPU's kernels, the GPU's schedule
+/// run on the host, and the GPU kernels' host prologues
+/// (codegen/cuda/gpu_kernel.hpp). Symbols named from `prefix` (empty: one
+/// unique in the process); the object file into `object` if it is set.
+[[nodiscard]] HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit,
+                                         const std::string& prefix = {}, std::string* object = nullptr);
+
+/// An object compile_host_code wrote (with `prefix`, `num_stages` stages)
+/// linked into the JIT. Throws Error(runtime_error) when it cannot be linked.
+[[nodiscard]] runtime::NativeCode link_host_code(const std::string& prefix, std::string_view object,
+                                                 std::uint32_t num_stages);
+
+/// What a stored kernel of `prim` specialized for `bucket` (text; empty:
+/// generic) is made from: this build of nimble (its code that lowers, emits
+/// and calls kernels), its LLVM, `code` (the code generator and its target),
+/// the primitive and the bucket. The disk cache's identity (kernel_store.hpp).
+[[nodiscard]] std::string kernel_identity(std::string_view code, const PrimitiveInfo& prim, std::string_view bucket);
 
 /// The kernel of primitive `prim`, whose rule is `rule`, specialized for
 /// `bucket` (no dims: the generic kernel): loaded from `store` (the disk

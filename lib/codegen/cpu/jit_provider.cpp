@@ -43,14 +43,18 @@ class JitProvider final : public KernelProvider {
     return !prim.device.is_cpu() && !allocator_for(prim.device).host_accessible();
   }
 
+  // The disk cache, if there is one to use. A directory others can write is
+  // not used: its objects would run here.
+  static std::optional<KernelStore> disk_store() {
+    const std::string directory = KernelCache::global().options().disk_cache_dir;
+    if (directory.empty() || !trusted_cache_directory(directory)) return std::nullopt;
+    return KernelStore(directory);
+  }
+
   static Ref<Kernel> kernel(const PrimitiveInfo& prim, const Bucket& bucket) {
     const std::optional<PrimitiveRule> rule = primitive_rule(prim);
     if (!rule) return {};
-    // A directory others can write is not used: its objects would run here.
-    const std::string directory = KernelCache::global().options().disk_cache_dir;
-    const std::optional<KernelStore> store = directory.empty() || !trusted_cache_directory(directory)
-                                                 ? std::nullopt
-                                                 : std::optional<KernelStore>(KernelStore(directory));
+    const std::optional<KernelStore> store = disk_store();
     try {
       return cpu_kernel(prim, *rule, bucket, store ? &*store : nullptr);
     } catch (Error& e) {
@@ -60,7 +64,7 @@ class JitProvider final : public KernelProvider {
   }
 
   // A generic kernel on the GPU whose memory `memory` is (buckets are not
-  // specialized there yet). Nothing else can serve such a primitive — the
+  // specialized there yet), from the disk cache when it holds it. Nothing else can serve such a primitive — the
   // reference kernels read host memory — so what the GPU code generator
   // cannot do is an Error here, naming why.
   static Ref<Kernel> gpu_kernel(const PrimitiveInfo& prim, Allocator& memory) {
@@ -75,8 +79,8 @@ class JitProvider final : public KernelProvider {
                   "only)",
                   prim.name, to_string(prim.device));
     try {
-      return compile_cuda_kernel(prim.name, rule->inputs, rule->outputs, gpu->shared_context(),
-                                 gpu_symbol_prefix(prim));
+      const std::optional<KernelStore> store = disk_store();
+      return cuda_kernel(prim, *rule, gpu->shared_context(), store ? &*store : nullptr);
     } catch (Error& e) {
       throw e.with_context(prim.name);
     }

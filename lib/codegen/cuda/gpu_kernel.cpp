@@ -21,15 +21,19 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "codegen/kernel_store.hpp"
 #include "runtime/cuda/cuda_stages.hpp"
 #include "runtime/cuda/module.hpp"
+#include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
 extern "C" {
@@ -295,33 +299,119 @@ Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<con
   return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
 }
 
-Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
-                                std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context,
-                                const std::string& symbol_prefix) {
-  const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+namespace {
+
+// The GPU kernel of `desc` on `context`: its stages the entries of `ptx`
+// (<ptx_prefix>_stage<k>), its prologue `host` (the host's code).
+Ref<Kernel> make_cuda_kernel(runtime::NativeKernelDesc desc, runtime::NativeCode host, const std::string& ptx,
+                             const std::string& ptx_prefix, std::shared_ptr<const cuda::Context> context) {
+  auto module = std::make_shared<const cuda::Module>(std::move(context), ptx, desc.name);
+  std::vector<std::string> entries = runtime::native_symbols(ptx_prefix, desc.num_stages);
+  entries.erase(entries.begin());  // the prologue's: on the host
+  std::vector<std::uint32_t> ranks;
+  for (std::size_t b = 0; b < desc.num_inputs + desc.num_outputs; ++b) ranks.push_back(desc.buffers[b].rank);
+  auto stages =
+      std::make_shared<const cuda::CudaStages>(std::move(module), std::move(entries), std::move(ranks), desc.buffers.size());
+  return runtime::make_native_kernel(std::move(desc), std::move(host), std::move(stages));
+}
+
+// The GPU kernel of `ir` on `context`, entries named from `ptx_prefix`, the
+// prologue's symbols from `host_prefix` (empty: unique); its PTX and the
+// prologue's object into `stored` when that is set.
+struct StoredCudaKernel {
+  runtime::NativeKernelDesc desc;
+  std::string ptx;
+  std::string prologue_object;
+};
+Ref<Kernel> build_cuda_kernel(const KernelIR& ir, std::shared_ptr<const cuda::Context> context,
+                              const std::string& ptx_prefix, const std::string& host_prefix,
+                              StoredCudaKernel* stored) {
   if (const std::string tensor = prologue_reads_elements(ir); !tensor.empty())
     throw_error(ErrorKind::not_supported,
                 "not supported: {} on a GPU: its shapes or checks read the elements of {}, which would be on the "
                 "device (the host computes them)",
-                name, tensor);
-  PtxKernel ptx =
-      emit_ptx(ir, symbol_prefix.empty() ? unique_symbol_prefix() : symbol_prefix, {context->compute_capability()});
-  auto module = std::make_shared<const cuda::Module>(std::move(context), ptx.ptx, name);
+                ir.name, tensor);
+  PtxKernel ptx = emit_ptx(ir, ptx_prefix, {context->compute_capability()});
   // The prologue only: the stages run on the device. Its error sites are
   // the first of the PTX's (the same emitter, in the same order).
-  HostCode host = compile_host_code(ir, [](const KernelIR& k, llvm::LLVMContext& c, const std::string& prefix) {
-    EmittedKernel emitted = emit_stages(k, c, prefix);
-    for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
-    emitted.stages.clear();
-    return emitted;
-  });
-  std::vector<std::uint32_t> ranks;
-  for (std::size_t b = 0; b < static_cast<std::size_t>(ir.num_inputs + ir.num_outputs); ++b)
-    ranks.push_back(static_cast<std::uint32_t>(ir.buffers[b].tensor.ndim()));
-  auto stages = std::make_shared<const cuda::CudaStages>(std::move(module), ptx.entries, std::move(ranks),
-                                                         ir.buffers.size());
-  return runtime::make_native_kernel(describe_native_kernel(ir, std::move(ptx.errors)), std::move(host.code),
-                                     std::move(stages));
+  std::string object;
+  HostCode host = compile_host_code(
+      ir,
+      [](const KernelIR& k, llvm::LLVMContext& c, const std::string& prefix) {
+        EmittedKernel emitted = emit_stages(k, c, prefix);
+        for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
+        emitted.stages.clear();
+        return emitted;
+      },
+      host_prefix, stored != nullptr ? &object : nullptr);
+  runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(ptx.errors));
+  if (stored != nullptr) *stored = {desc, ptx.ptx, std::move(object)};
+  return make_cuda_kernel(std::move(desc), std::move(host.code), ptx.ptx, ptx_prefix, std::move(context));
+}
+
+// A stored GPU kernel's payload: its description, its PTX, then the
+// prologue's object file.
+std::string payload_of(const StoredCudaKernel& k) {
+  PayloadWriter w;
+  runtime::write_desc(w, k.desc);
+  w.str(k.ptx);
+  w.bytes(k.prologue_object);
+  return std::move(w).take();
+}
+
+// The kernel a payload holds, or null if it is malformed; throws if its
+// object cannot be linked or the driver rejects its PTX.
+Ref<Kernel> load_payload(std::string_view payload, const std::string& ptx_prefix, const std::string& host_prefix,
+                         std::shared_ptr<const cuda::Context> context) {
+  PayloadReader r(payload);
+  std::optional<runtime::NativeKernelDesc> desc = runtime::read_desc(r);
+  const std::string ptx = desc ? r.str() : std::string();
+  const std::string_view object = r.rest();
+  if (!desc || r.failed() || ptx.empty() || object.empty()) return {};
+  runtime::NativeCode host = link_host_code(host_prefix, object, 0);
+  return make_cuda_kernel(std::move(*desc), std::move(host), ptx, ptx_prefix, std::move(context));
+}
+
+}  // namespace
+
+Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Tensor> inputs,
+                                std::span<const te::Tensor> outputs, std::shared_ptr<const cuda::Context> context,
+                                const std::string& symbol_prefix) {
+  return build_cuda_kernel(lower_to_kernel_ir(name, inputs, outputs), std::move(context),
+                           symbol_prefix.empty() ? unique_symbol_prefix() : symbol_prefix, {}, nullptr);
+}
+
+Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
+                        std::shared_ptr<const cuda::Context> context, const KernelStore* store) {
+  const auto start = std::chrono::steady_clock::now();
+  // The PTX is compiled for the device's SM, the prologue for the host.
+  const std::string identity = kernel_identity(
+      fmt::format("cuda kernel sm_{} host {}", context->compute_capability(), jit_target_id()), prim, "");
+  const std::uint64_t key = kernel_key(identity);
+  const std::string host_prefix = fmt::format("nimble_{:016x}", key);
+  const std::string ptx_prefix = gpu_symbol_prefix(prim);
+  if (store != nullptr) {
+    if (std::optional<std::string> payload = store->load(key, identity)) {
+      Ref<Kernel> kernel;
+      try {
+        kernel = load_payload(*payload, ptx_prefix, host_prefix, context);
+      } catch (const Error&) {
+        // An object LLVM cannot link or a PTX the driver rejects: rejected
+        // like a corrupt file, and replaced below.
+      }
+      if (kernel) {
+        stats::count_disk_hit(stats::nanoseconds_since(start));
+        return kernel;
+      }
+      stats::count_disk_rejected();
+    }
+  }
+  StoredCudaKernel stored;
+  Ref<Kernel> kernel = build_cuda_kernel(lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs), std::move(context),
+                                         ptx_prefix, host_prefix, store != nullptr ? &stored : nullptr);
+  if (store != nullptr) (void)store->save(key, identity, payload_of(stored));
+  stats::count_kernel_compiled(prim.name, "", stats::nanoseconds_since(start));
+  return kernel;
 }
 
 std::string gpu_symbol_prefix(const PrimitiveInfo& prim) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/primitive_rule.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "ops/compute.hpp"
 #include "runtime/cuda/context.hpp"
@@ -32,6 +33,7 @@
 
 namespace nimble::codegen {
 
+class KernelStore;
 struct KernelIR;
 
 /// The GPU code is generated for.
@@ -82,6 +84,15 @@ struct PtxKernel {
                                               std::span<const te::Tensor> outputs,
                                               std::shared_ptr<const cuda::Context> context,
                                               const std::string& symbol_prefix = {});
+
+/// The GPU kernel of primitive `prim` (whose rule is `rule`) on `context`'s
+/// device, its entries named by gpu_symbol_prefix(prim): loaded from `store`
+/// (the disk cache; null: none) when it holds it — the PTX for the device's
+/// SM and the prologue's host object, counted as a disk hit — else compiled
+/// (counted) and stored there. An entry the driver or the JIT rejects is
+/// counted as rejected and replaced.
+[[nodiscard]] Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
+                                      std::shared_ptr<const cuda::Context> context, const KernelStore* store);
 
 /// The symbol prefix of `prim`'s GPU kernel: its name and content hash
 /// ("fused_dense_add_0_1f2e…"), the same in every process, so that profilers
