@@ -1,5 +1,5 @@
 // Ahead-of-time export: an Executable with every kernel it calls compiled
-// for the CPUs it will run on, in one file that nimble::load_artifact (the
+// for the CPUs (and GPUs) it will run on, in one file that nimble::load_artifact (the
 // runtime library alone) runs — where there is no compiler and no LLVM.
 #pragma once
 
@@ -27,6 +27,12 @@ struct ExportOptions {
   /// "x86-64": the x86-64 micro-architecture levels, portable to any CPU
   /// of that level.
   std::vector<std::string> cpu_targets = {"host"};
+  /// The GPUs a program compiled for one (CompileOptions::target cuda:n)
+  /// runs on: each GPU kernel's PTX for each ("sm_80", "sm_86", "sm_87",
+  /// "sm_89", "sm_90"); the runtime loads the highest a device has, which
+  /// its driver compiles for it. Its prologue, host code, is in the CPU
+  /// variants. Unused for a program that runs on the CPU only.
+  std::vector<std::string> cuda_targets = {"sm_80", "sm_90"};
   /// Also a specialized kernel for every bucket the process's KernelCache
   /// has specialized the primitive for so far (run the model on typical
   /// inputs before exporting).
@@ -44,6 +50,7 @@ struct ExportReport {
   std::size_t kernels = 0;      ///< native kernels per variant, generic and specialized
   std::size_t specialized = 0;  ///< of which specialized for a bucket
   std::size_t builtins = 0;     ///< primitives the runtime implements itself (stack)
+  std::size_t gpu_kernels = 0;  ///< of the kernels, those with PTX (one per cuda target)
   std::size_t variants = 0;
   std::size_t bytes = 0;        ///< the artifact's size
   double seconds = 0;           ///< compiling and linking
@@ -51,8 +58,8 @@ struct ExportReport {
 
 /// Writes `executable` and its kernels to `path` (replacing it atomically).
 /// Throws Error(not_supported) naming a primitive nimble cannot compile
-/// ahead of time, Error(invalid_argument) for an unknown CPU target or
-/// bucket, Error(runtime_error) if compiling or linking fails.
+/// ahead of time or a bucket of a GPU kernel (those are generic), Error(
+/// invalid_argument) for an unknown CPU or CUDA target or bucket, Error(runtime_error) if compiling or linking fails.
 ExportReport export_executable(const vm::Executable& executable, const std::string& path,
                                const ExportOptions& options = {});
 

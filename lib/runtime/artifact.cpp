@@ -1,4 +1,6 @@
-// The ahead-of-time KernelProvider: kernels from loaded artifacts.
+// The ahead-of-time KernelProvider: kernels from loaded artifacts — native
+// code from the artifact's shared object, and for primitives placed on a GPU
+// their PTX loaded into the device's context on first use.
 #include "nimble/vm/artifact.hpp"
 
 #include <dlfcn.h>
@@ -6,9 +8,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -18,6 +22,8 @@
 #include "runtime/artifact_format.hpp"
 #include "runtime/builtin_kernels.hpp"
 #include "runtime/cpu_features.hpp"
+#include "runtime/cuda/allocator.hpp"
+#include "runtime/cuda/cuda_kernel.hpp"
 #include "runtime/native_kernel.hpp"
 #include "support/check.hpp"
 #include "vm/executable_data.hpp"
@@ -30,6 +36,10 @@ namespace {
 struct AotEntry {
   Ref<Kernel> generic;
   std::vector<std::pair<Bucket, Ref<Kernel>>> specialized;
+  // A GPU's kernel is made on its first use, on the device there is then:
+  // loading an artifact needs no GPU (as compiling for one needs none);
+  // running it does.
+  std::function<Ref<Kernel>()> make_generic;
 };
 
 class AotProvider final : public KernelProvider {
@@ -39,7 +49,10 @@ class AotProvider final : public KernelProvider {
   Ref<Kernel> get(const PrimitiveInfo& prim) override {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(prim.hash);
-    return it == entries_.end() ? Ref<Kernel>() : it->second.generic;
+    if (it == entries_.end()) return {};
+    AotEntry& entry = it->second;
+    if (!entry.generic && entry.make_generic) entry.generic = entry.make_generic();
+    return entry.generic;
   }
 
   Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override {
@@ -160,6 +173,33 @@ Ref<Kernel> load_kernel(const runtime::artifact::KernelEntry& k, const std::shar
   return runtime::make_native_kernel(k.desc, std::move(code));
 }
 
+// The GPU kernel of `k` on `device`: its prologue from `so`, its stages the
+// PTX of the highest compute capability the device has.
+Ref<Kernel> load_gpu_kernel(const runtime::artifact::KernelEntry& k, Device device,
+                            const std::shared_ptr<const SharedObject>& so, const std::string& path) {
+  auto* gpu = dynamic_cast<cuda::DeviceAllocator*>(&allocator_for(device));
+  if (gpu == nullptr)
+    throw_error(ErrorKind::not_supported, "not supported: artifact {}: {} runs on {}, which is not a CUDA GPU here",
+                path, k.desc.name, to_string(device));
+  const int sm = gpu->context().compute_capability();
+  const runtime::artifact::Ptx* best = nullptr;
+  for (const runtime::artifact::Ptx& p : k.ptx)
+    if (static_cast<int>(p.compute_capability) <= sm) best = &p;
+  if (best == nullptr)
+    throw_error(ErrorKind::not_supported,
+                "not supported: artifact {}: {} has PTX for sm_{} and later; {} is sm_{} (export it with "
+                "ExportOptions::cuda_targets for it)",
+                path, k.desc.name, k.ptx.front().compute_capability, to_string(device), sm);
+  runtime::NativeCode prologue;
+  prologue.prologue = so->symbol(runtime::native_symbols(k.symbol_prefix, 0)[0], path);
+  prologue.owner = so;
+  try {
+    return cuda::make_cuda_kernel(k.desc, std::move(prologue), best->text, k.symbol_prefix, gpu->shared_context());
+  } catch (Error& e) {
+    throw e.with_context(fmt::format("artifact {}", path));
+  }
+}
+
 }  // namespace
 
 vm::Executable load_artifact(const std::string& path, ArtifactInfo* info) {
@@ -191,6 +231,19 @@ vm::Executable load_artifact(const std::string& path, ArtifactInfo* info) {
       ++found.builtins;
     } else {
       if (!so) throw_error(ErrorKind::parse_error, "artifact {}: {} has kernels but the artifact no code", path, p.name);
+      const auto prim = std::find_if(executable.data().primitives.begin(), executable.data().primitives.end(),
+                                     [&](const PrimitiveInfo& q) { return q.hash == p.hash; });
+      const Device device = prim == executable.data().primitives.end() ? Device::cpu() : prim->device;
+      if (device.is_cpu() == !p.kernels[0].ptx.empty() || (!device.is_cpu() && p.kernels.size() != 1))
+        throw_error(ErrorKind::parse_error,
+                    "artifact {}: {} runs on {} but its kernels are {}", path, p.name, to_string(device),
+                    p.kernels[0].ptx.empty() ? "host code only" : "a GPU's (PTX, generic only)");
+      if (!device.is_cpu()) {
+        entry.make_generic = [k = p.kernels[0], device, so, path] { return load_gpu_kernel(k, device, so, path); };
+        ++found.kernels;
+        entries.emplace(p.hash, std::move(entry));
+        continue;
+      }
       entry.generic = load_kernel(p.kernels[0], so, path);
       for (std::size_t k = 1; k < p.kernels.size(); ++k)
         entry.specialized.emplace_back(p.kernels[k].bucket, load_kernel(p.kernels[k], so, path));

@@ -60,6 +60,11 @@ std::string write(const Contents& c) {
       write_bucket(w, k.bucket);
       w.str(k.symbol_prefix);
       write_desc(w, k.desc);
+      w.u32(static_cast<std::uint32_t>(k.ptx.size()));
+      for (const Ptx& code : k.ptx) {
+        w.u32(code.compute_capability);
+        w.str(code.text);
+      }
     }
   }
   w.u32(static_cast<std::uint32_t>(c.variants.size()));
@@ -131,6 +136,14 @@ Contents read(std::string_view file, const std::string& path) {
       std::optional<NativeKernelDesc> desc = read_desc(r);
       if (!desc) corrupt(fmt::format("the kernel table of {} is malformed", p.name));
       k.desc = std::move(*desc);
+      k.ptx.resize(count());
+      for (Ptx& code : k.ptx) {
+        code.compute_capability = r.u32();
+        code.text = r.str();
+        if (!r.failed() && (code.text.empty() || (&code != k.ptx.data() && (&code - 1)->compute_capability >=
+                                                                               code.compute_capability)))
+          corrupt(fmt::format("the PTX of {} is empty or out of order", p.name));
+      }
       if (k.bucket.dims.size() != 0 && k.bucket.dims.size() != k.desc.bindings.size())
         corrupt(fmt::format("a bucket of {} does not match its kernel's dynamic dims", p.name));
     }

@@ -9,7 +9,9 @@
 //     per primitive: hash, name, kind, and either a built-in op the runtime
 //          implements (name, integer attributes) or its native kernels: the
 //          generic one first, then one per specialized bucket, each with its
-//          symbol prefix and NativeKernelDesc
+//          symbol prefix and NativeKernelDesc, and for a kernel of a GPU its
+//          PTX per compute capability (entries <prefix>_stage<k>; the shared
+//          objects hold its prologue only)
 //     per CPU variant, best first: target name, LLVM CPU, the CPU features
 //          its code needs, and a shared object with every kernel's symbols
 //
@@ -28,12 +30,19 @@
 
 namespace nimble::runtime::artifact {
 
-inline constexpr std::uint32_t kFormat = 1;
+inline constexpr std::uint32_t kFormat = 2;
+
+/// A GPU kernel's stages for GPUs of `compute_capability` (80: sm_80) and later.
+struct Ptx {
+  std::uint32_t compute_capability = 0;
+  std::string text;
+};
 
 struct KernelEntry {
   Bucket bucket;  ///< no dims: the generic kernel
   std::string symbol_prefix;
   NativeKernelDesc desc;
+  std::vector<Ptx> ptx;  ///< empty: a CPU kernel; ascending compute capability
 };
 
 struct PrimitiveEntry {

@@ -328,8 +328,8 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
   }
   SECTION("another format") {
     std::string other = good;
-    other[8] = 2;
-    refused(other, ErrorKind::parse_error, "format 2");
+    other[8] = 3;
+    refused(other, ErrorKind::parse_error, "format 3");
   }
 
   runtime::artifact::Contents contents = runtime::artifact::read(good, "good");
@@ -352,6 +352,14 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
   SECTION("a primitive without its kernel") {
     contents.primitives.pop_back();
     refused(runtime::artifact::write(contents), ErrorKind::parse_error, "no kernel for primitive");
+  }
+  SECTION("PTX for a primitive the executable runs on the CPU") {
+    contents.primitives[0].kernels.at(0).ptx = {{80, ".version 7.0"}};
+    refused(runtime::artifact::write(contents), ErrorKind::parse_error, "runs on cpu but its kernels are a GPU's");
+  }
+  SECTION("PTX out of order") {
+    contents.primitives[0].kernels.at(0).ptx = {{90, ".version 7.8"}, {80, ".version 7.0"}};
+    refused(runtime::artifact::write(contents), ErrorKind::parse_error, "out of order");
   }
   SECTION("a kernel table that does not fit its kernel") {
     contents.primitives[0].kernels.at(0).desc.bindings.push_back({"n", 99, 0});

@@ -48,8 +48,8 @@ ir::Module typed(const char* text) {
 
 // The fake's device 0 as cuda:0, its launches run on the host.
 struct FakeGpu {
-  explicit FakeGpu(std::size_t memory = std::size_t{256} << 20)
-      : fake(1, memory), context(cuda::Context::open(fake.open(), 0)), allocator(context), registered(allocator),
+  explicit FakeGpu(std::size_t memory = std::size_t{256} << 20, int compute_capability = 90)
+      : fake(1, memory, compute_capability), context(cuda::Context::open(fake.open(), 0)), allocator(context), registered(allocator),
         on_host(fake) {}
   FakeDriver fake;
   std::shared_ptr<const cuda::Context> context;
@@ -224,12 +224,6 @@ TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks not
     CHECK(gpu.allocator.stats().live_bytes == 0);
   }
   {
-    // Exports hold host code: a program placed on a GPU is refused, naming why.
-    const vm::Executable exe = compile(m, {.target = kGpu});
-    CHECK_NIMBLE_ERROR_CONTAINS(export_executable(exe, "/nonexistent/never-written.nimble", {}),
-                                ErrorKind::not_supported, "on cuda:0; exports hold host code only");
-  }
-  {
     // The driver rejects the PTX: its log is in the Error.
     FakeGpu gpu;
     gpu.fake.fail_next("cuModuleLoadDataEx", 218 /* CUDA_ERROR_INVALID_PTX */);
@@ -304,6 +298,62 @@ TEST_CASE("cuda: GPU kernels are kept in the disk cache and loaded from it by a 
     CHECK(engine_stats().disk_rejected == 1);
     CHECK(engine_stats().kernels_compiled == 1);
   }
+}
+
+TEST_CASE("cuda: an export of a program compiled for a GPU runs from the runtime, its PTX loaded there", "[cuda]") {
+  const TempDir dir;
+  std::filesystem::create_directories(dir.str());
+  const std::string path = dir.str() + "/placement.nimble";
+  const ir::Module m = typed(kPlacementProgram);
+  const std::vector<Value> args{Tensor::full({5, 4}, 0.5, DType::f32), Tensor::full({4, 4}, 0.25, DType::f32),
+                                Tensor::scalar<std::int64_t>(7)};
+  const Value expected = evaluate(m, "f", args);
+  const vm::Executable exe = compile(m, {.target = kGpu});
+  // Exporting needs no GPU.
+  const ExportReport report = export_executable(exe, path);
+  CHECK(report.gpu_kernels >= 1);
+  {
+    FakeGpu gpu;
+    // The JIT's run registers the fake's host stages under the entries'
+    // names, which the export's PTX shares.
+    vm::VirtualMachine jit(exe);
+    CHECK(close_value(jit.invoke("f", args), expected, kTolerance));
+    KernelCache::global().clear();
+    reset_engine_stats();
+    vm::VirtualMachine aot(load_artifact(path));
+    aot.set_kernel_provider("aot");
+    const int modules = gpu.fake.calls("cuModuleLoadDataEx");
+    const int launches = gpu.fake.launch_count();
+    CHECK(close_value(aot.invoke("f", args), expected, kTolerance));
+    CHECK(gpu.fake.launch_count() > launches);
+    CHECK(gpu.fake.calls("cuModuleLoadDataEx") - modules == static_cast<int>(report.gpu_kernels));
+    CHECK(engine_stats().kernels_compiled == 0);
+  }
+  {
+    // The runtime loads the highest PTX the device has: an sm_80 GPU runs
+    // the sm_80 PTX of an export for sm_80 and sm_90; one for sm_90 only
+    // is refused there, naming both.
+    FakeGpu gpu(std::size_t{256} << 20, 80);
+    vm::VirtualMachine jit(exe);
+    CHECK(close_value(jit.invoke("f", args), expected, kTolerance));
+    KernelCache::global().clear();
+    vm::VirtualMachine aot(load_artifact(path));
+    aot.set_kernel_provider("aot");
+    CHECK(close_value(aot.invoke("f", args), expected, kTolerance));
+    (void)export_executable(exe, path, {.cuda_targets = {"sm_90"}});
+    KernelCache::global().clear();
+    vm::VirtualMachine newer(load_artifact(path));
+    newer.set_kernel_provider("aot");
+    CHECK_NIMBLE_ERROR_CONTAINS(newer.invoke("f", args), ErrorKind::not_supported,
+                                "has PTX for sm_90 and later; cuda:0 is sm_80");
+  }
+  // Targets nimble does not know are refused.
+  CHECK_NIMBLE_ERROR_CONTAINS(export_executable(exe, path, {.cuda_targets = {"sm_75"}}), ErrorKind::invalid_argument,
+                              "CUDA target \"sm_75\"");
+  CHECK_NIMBLE_ERROR_CONTAINS(export_executable(exe, path, {.cuda_targets = {"hopper"}}), ErrorKind::invalid_argument,
+                              "not of the form sm_NN");
+  CHECK_NIMBLE_ERROR_CONTAINS(export_executable(exe, path, {.cuda_targets = {}}), ErrorKind::invalid_argument,
+                              "cuda_targets is empty");
 }
 
 TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "[cuda]") {

@@ -6,7 +6,10 @@
 // into one artifact (runtime/artifact_format.hpp). Primitives the JIT leaves
 // to the reference kernels are exported too: a data-independent shape
 // function as a native kernel that computes its output's shape expressions,
-// an opaque op the runtime implements itself (stack) by name.
+// an opaque op the runtime implements itself (stack) by name. A primitive
+// placed on a GPU is exported as the JIT makes it there: its generic
+// kernel's PTX for each CUDA target, its prologue (host code) in each CPU
+// variant's shared object.
 #include "nimble/export.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include <tbb/parallel_for.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -31,6 +35,7 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "ir/op.hpp"
@@ -92,6 +97,28 @@ CpuTarget cpu_target(const std::string& name) {
   }
   throw_error(ErrorKind::invalid_argument,
               "export: unknown CPU target \"{}\": expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64", name);
+}
+
+// The compute capabilities of `names` ("sm_90" → 90), ascending, each one
+// nimble targets.
+std::vector<std::uint32_t> cuda_capabilities(const std::vector<std::string>& names) {
+  std::vector<std::uint32_t> all;
+  for (const std::string& name : names) {
+    int sm = 0;
+    const bool parsed = name.size() == 5 && name.starts_with("sm_") && std::isdigit(static_cast<unsigned char>(name[3])) &&
+                        std::isdigit(static_cast<unsigned char>(name[4]));
+    if (parsed) sm = std::stoi(name.substr(3));
+    try {
+      if (!parsed) throw_error(ErrorKind::invalid_argument, "not of the form sm_NN");
+      (void)codegen::CudaTarget{sm}.ptx_version();
+    } catch (const Error& e) {
+      throw_error(ErrorKind::invalid_argument, "export: CUDA target \"{}\": {}", name, e.message());
+    }
+    all.push_back(static_cast<std::uint32_t>(sm));
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
 }
 
 // The opaque ops whose kernels the runtime has (runtime/builtin_kernels.hpp),
@@ -156,12 +183,14 @@ std::optional<codegen::KernelIR> kernel_ir(const PrimitiveInfo& prim) {
   return codegen::lower_to_kernel_ir(prim.name, rule->inputs, rule->outputs);
 }
 
-// One kernel to compile for every variant.
+// One kernel to compile for every variant (for a GPU kernel: its prologue),
+// and a GPU kernel's PTX for every CUDA target.
 struct Job {
   std::size_t primitive;  // index into the entries
   codegen::KernelIR ir;
   Bucket bucket;
   std::string prefix;
+  bool gpu = false;
 };
 
 // Runs `argv`; its stderr into the Error if it fails.
@@ -242,6 +271,7 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
     throw_error(ErrorKind::invalid_argument, "export: ExportOptions::cpu_targets is empty");
   std::vector<CpuTarget> targets;
   for (const std::string& name : options.cpu_targets) targets.push_back(cpu_target(name));
+  const std::vector<std::uint32_t> cuda_targets = cuda_capabilities(options.cuda_targets);
   const vm::ExecutableData& data = executable.data();
   for (const ExportBucket& b : options.buckets) {
     const bool known = std::any_of(data.primitives.begin(), data.primitives.end(),
@@ -259,17 +289,31 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
   std::unordered_set<std::uint64_t> seen;
   for (const PrimitiveInfo& prim : data.primitives) {
     if (!seen.insert(prim.hash).second) continue;
-    // Host code only: a kernel placed on a GPU would need its PTX exported.
-    if (!prim.device.is_cpu())
-      throw_error(ErrorKind::not_supported,
-                  "not supported: export: {} runs on {}; exports hold host code only (PTX in exports is not done "
-                  "yet): export a program compiled for the CPU",
-                  prim.name, to_string(prim.device));
+    const bool gpu = !prim.device.is_cpu();
     std::optional<codegen::KernelIR> ir;
     try {
       ir = kernel_ir(prim);
+      if (gpu && ir) codegen::check_runs_on_gpu(*ir);
     } catch (Error& e) {
-      if (e.kind() != ErrorKind::not_supported) throw e.with_context(fmt::format("export: {}", prim.name));
+      if (e.kind() != ErrorKind::not_supported || gpu) throw e.with_context(fmt::format("export: {}", prim.name));
+    }
+    if (gpu) {
+      // The JIT's GPU kernels are generic: so are the exported ones.
+      if (!ir)
+        throw_error(ErrorKind::not_supported, "not supported: export: {} runs on {} and has no compute rule",
+                    prim.name, to_string(prim.device));
+      for (const ExportBucket& b : options.buckets)
+        if (b.primitive == prim.name)
+          throw_error(ErrorKind::not_supported,
+                      "not supported: export: bucket {} of {}: it runs on {}, whose kernels are generic only",
+                      b.bucket.to_string(), prim.name, to_string(prim.device));
+      if (cuda_targets.empty())
+        throw_error(ErrorKind::invalid_argument, "export: {} runs on {} but ExportOptions::cuda_targets is empty",
+                    prim.name, to_string(prim.device));
+      contents.primitives.push_back({.hash = prim.hash, .name = prim.name, .kind = prim.kind});
+      // Named as the JIT names its entries (profilers show the same names).
+      jobs.push_back({contents.primitives.size() - 1, std::move(*ir), {}, codegen::gpu_symbol_prefix(prim), true});
+      continue;
     }
     if (!ir) {
       std::optional<PrimitiveEntry> builtin = builtin_entry(prim);
@@ -311,7 +355,9 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
     const std::size_t j = n / targets.size(), t = n % targets.size();
     auto context = std::make_unique<llvm::LLVMContext>();
     codegen::EmittedKernel emitted =
-        codegen::emit_cpu_kernel(jobs[j].ir, *context, jobs[j].prefix, {.vector_bits = targets[t].vector_bits});
+        jobs[j].gpu ? codegen::emit_gpu_prologue(jobs[j].ir, *context, jobs[j].prefix)
+                    : codegen::emit_cpu_kernel(jobs[j].ir, *context, jobs[j].prefix,
+                                               {.vector_bits = targets[t].vector_bits});
     if (t == 0) errors[j] = std::move(emitted.errors);
     const std::string object =
         codegen::compile_to_pic_object(std::move(context), std::move(emitted.module), targets[t].object);
@@ -320,10 +366,23 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
     if (!out.flush())
       throw_error(ErrorKind::runtime_error, "export: cannot write {}", object_path(t, j).string());
   });
+  // The GPU kernels' PTX, per CUDA target.
+  std::vector<std::size_t> gpu_jobs;
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    if (jobs[j].gpu) gpu_jobs.push_back(j);
+  std::vector<std::vector<runtime::artifact::Ptx>> ptx(jobs.size());
+  for (std::size_t j : gpu_jobs) ptx[j].resize(cuda_targets.size());
+  tbb::parallel_for(std::size_t{0}, gpu_jobs.size() * cuda_targets.size(), [&](std::size_t n) {
+    const std::size_t j = gpu_jobs[n / cuda_targets.size()], c = n % cuda_targets.size();
+    const int sm = static_cast<int>(cuda_targets[c]);
+    ptx[j][c] = {cuda_targets[c], codegen::emit_ptx(jobs[j].ir, jobs[j].prefix, {sm}).ptx};
+  });
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    contents.primitives[jobs[j].primitive].kernels.push_back(
-        {jobs[j].bucket, jobs[j].prefix, codegen::describe_native_kernel(jobs[j].ir, std::move(errors[j]))});
+    contents.primitives[jobs[j].primitive].kernels.push_back({jobs[j].bucket, jobs[j].prefix,
+                                                              codegen::describe_native_kernel(jobs[j].ir, std::move(errors[j])),
+                                                              std::move(ptx[j])});
     ++report.kernels;
+    if (jobs[j].gpu) ++report.gpu_kernels;
     if (!jobs[j].bucket.dims.empty()) ++report.specialized;
   }
   const std::string linker = jobs.empty() ? std::string() : choose_linker(options.linker);

@@ -31,8 +31,7 @@
 #include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
-#include "runtime/cuda/cuda_stages.hpp"
-#include "runtime/cuda/module.hpp"
+#include "runtime/cuda/cuda_kernel.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
@@ -299,21 +298,24 @@ Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name, std::span<con
   return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
 }
 
-namespace {
-
-// The GPU kernel of `desc` on `context`: its stages the entries of `ptx`
-// (<ptx_prefix>_stage<k>), its prologue `host` (the host's code).
-Ref<Kernel> make_cuda_kernel(runtime::NativeKernelDesc desc, runtime::NativeCode host, const std::string& ptx,
-                             const std::string& ptx_prefix, std::shared_ptr<const cuda::Context> context) {
-  auto module = std::make_shared<const cuda::Module>(std::move(context), ptx, desc.name);
-  std::vector<std::string> entries = runtime::native_symbols(ptx_prefix, desc.num_stages);
-  entries.erase(entries.begin());  // the prologue's: on the host
-  std::vector<std::uint32_t> ranks;
-  for (std::size_t b = 0; b < desc.num_inputs + desc.num_outputs; ++b) ranks.push_back(desc.buffers[b].rank);
-  auto stages =
-      std::make_shared<const cuda::CudaStages>(std::move(module), std::move(entries), std::move(ranks), desc.buffers.size());
-  return runtime::make_native_kernel(std::move(desc), std::move(host), std::move(stages));
+void check_runs_on_gpu(const KernelIR& ir) {
+  if (const std::string tensor = prologue_reads_elements(ir); !tensor.empty())
+    throw_error(ErrorKind::not_supported,
+                "not supported: {} on a GPU: its shapes or checks read the elements of {}, which would be on the "
+                "device (the host computes them)",
+                ir.name, tensor);
 }
+
+EmittedKernel emit_gpu_prologue(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix) {
+  // The stages' loops as the PTX has them, so that the schedule the prologue
+  // computes is theirs; their error sites are the PTX's, in the same order.
+  EmittedKernel emitted = emit_stages(ir, context, prefix);
+  for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
+  emitted.stages.clear();
+  return emitted;
+}
+
+namespace {
 
 // The GPU kernel of `ir` on `context`, entries named from `ptx_prefix`, the
 // prologue's symbols from `host_prefix` (empty: unique); its PTX and the
@@ -326,27 +328,13 @@ struct StoredCudaKernel {
 Ref<Kernel> build_cuda_kernel(const KernelIR& ir, std::shared_ptr<const cuda::Context> context,
                               const std::string& ptx_prefix, const std::string& host_prefix,
                               StoredCudaKernel* stored) {
-  if (const std::string tensor = prologue_reads_elements(ir); !tensor.empty())
-    throw_error(ErrorKind::not_supported,
-                "not supported: {} on a GPU: its shapes or checks read the elements of {}, which would be on the "
-                "device (the host computes them)",
-                ir.name, tensor);
+  check_runs_on_gpu(ir);
   PtxKernel ptx = emit_ptx(ir, ptx_prefix, {context->compute_capability()});
-  // The prologue only: the stages run on the device. Its error sites are
-  // the first of the PTX's (the same emitter, in the same order).
   std::string object;
-  HostCode host = compile_host_code(
-      ir,
-      [](const KernelIR& k, llvm::LLVMContext& c, const std::string& prefix) {
-        EmittedKernel emitted = emit_stages(k, c, prefix);
-        for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
-        emitted.stages.clear();
-        return emitted;
-      },
-      host_prefix, stored != nullptr ? &object : nullptr);
+  HostCode host = compile_host_code(ir, emit_gpu_prologue, host_prefix, stored != nullptr ? &object : nullptr);
   runtime::NativeKernelDesc desc = describe_native_kernel(ir, std::move(ptx.errors));
   if (stored != nullptr) *stored = {desc, ptx.ptx, std::move(object)};
-  return make_cuda_kernel(std::move(desc), std::move(host.code), ptx.ptx, ptx_prefix, std::move(context));
+  return cuda::make_cuda_kernel(std::move(desc), std::move(host.code), ptx.ptx, ptx_prefix, std::move(context));
 }
 
 // A stored GPU kernel's payload: its description, its PTX, then the
@@ -369,7 +357,7 @@ Ref<Kernel> load_payload(std::string_view payload, const std::string& ptx_prefix
   const std::string_view object = r.rest();
   if (!desc || r.failed() || ptx.empty() || object.empty()) return {};
   runtime::NativeCode host = link_host_code(host_prefix, object, 0);
-  return make_cuda_kernel(std::move(*desc), std::move(host), ptx, ptx_prefix, std::move(context));
+  return cuda::make_cuda_kernel(std::move(*desc), std::move(host), ptx, ptx_prefix, std::move(context));
 }
 
 }  // namespace

@@ -74,6 +74,15 @@ struct PtxKernel {
 /// threads one after another. For a fake driver to run launches with.
 [[nodiscard]] HostCode gpu_schedule_host_code(const KernelIR& ir, unsigned threads);
 
+/// Throws Error(not_supported) if `ir` cannot run on a GPU: its prologue,
+/// which runs on the host, would read elements of a tensor (on the device).
+void check_runs_on_gpu(const KernelIR& ir);
+
+/// A GPU kernel's host code: the module of emit_ptx's emitter with the
+/// prologue only (EmittedKernel::stages empty; its errors are the PTX's).
+[[nodiscard]] EmittedKernel emit_gpu_prologue(const KernelIR& ir, llvm::LLVMContext& context,
+                                              const std::string& prefix);
+
 /// The rule as a kernel on the GPU of `context`: its PTX loaded there, its
 /// prologue compiled for the host, each stage launched on the device
 /// (cuda::CudaStages). Its tensors, and the temporaries it allocates, are on
