@@ -71,16 +71,14 @@ inline std::uint64_t result_hash(const Value& v, std::uint64_t h = 0xcbf29ce4842
   return h;
 }
 
-/// Σ of every f32 element of `v` (for people to read).
-inline double result_sum(const Value& v) {
+/// Σ x and Σ |x| over every f32 element of `v` (added to `c`).
+inline workloads::Checksum result_checksum(const Value& v, workloads::Checksum c = {}) {
   if (v.is_tensor()) {
-    workloads::Checksum c;
     c.add(v.tensor());
-    return c.sum;
+    return c;
   }
-  double s = 0;
-  for (const Value& f : v.fields()) s += result_sum(f);
-  return s;
+  for (const Value& f : v.fields()) c = result_checksum(f, c);
+  return c;
 }
 
 }  // namespace nimble::deploy

@@ -241,6 +241,7 @@ vm::Executable load_artifact(const std::string& path, ArtifactInfo* info) {
       if (!device.is_cpu()) {
         entry.make_generic = [k = p.kernels[0], device, so, path] { return load_gpu_kernel(k, device, so, path); };
         ++found.kernels;
+        ++found.gpu_kernels;
         entries.emplace(p.hash, std::move(entry));
         continue;
       }

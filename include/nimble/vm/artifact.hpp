@@ -16,6 +16,7 @@ struct ArtifactInfo {
   std::size_t kernels = 0;      ///< native kernels, generic and specialized
   std::size_t specialized = 0;  ///< of which specialized for a bucket
   std::size_t builtins = 0;     ///< primitives the runtime implements itself (stack)
+  std::size_t gpu_kernels = 0;  ///< of the kernels, those of a GPU (PTX, loaded on first use)
   std::size_t file_bytes = 0;
 };
 
