@@ -28,20 +28,32 @@ HostStages& host_stages() {
 // Threads of the grid the host code simulates; 0 while no GpuOnHost lives.
 std::atomic<unsigned> g_threads{0};
 
-// Asked before the JIT: compiles the host stages of a GPU primitive, then
-// declines (the JIT builds the kernel itself).
+// Asked before the JIT: for a GPU primitive, compiles its host stages
+// (generic, or specialized for the bucket asked for) under the JIT's entry
+// names, then serves the JIT's kernel — so that the JIT's specializations of
+// it come here too. Declines everything else.
 class HostStagesProvider final : public KernelProvider {
  public:
   std::string_view name() const noexcept override { return "gpu-on-host"; }
   Ref<Kernel> get(const PrimitiveInfo& prim) override {
-    const unsigned threads = g_threads.load();
-    if (threads == 0 || prim.device.is_cpu() || allocator_for(prim.device).host_accessible()) return {};
-    const std::optional<codegen::PrimitiveRule> rule = codegen::primitive_rule(prim);
-    if (!rule) return {};
-    const codegen::KernelIR ir = codegen::lower_to_kernel_ir(prim.name, rule->inputs, rule->outputs);
-    add_host_stages(codegen::gpu_symbol_prefix(prim), codegen::gpu_schedule_host_code(ir, threads));
-    return {};
+    return add_stages(prim, {}) ? jit_->get(prim) : Ref<Kernel>{};
   }
+  Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override {
+    return add_stages(prim, bucket) ? jit_->specialize(prim, bucket) : Ref<Kernel>{};
+  }
+
+ private:
+  static bool add_stages(const PrimitiveInfo& prim, const Bucket& bucket) {
+    const unsigned threads = g_threads.load();
+    if (threads == 0 || prim.device.is_cpu() || allocator_for(prim.device).host_accessible()) return false;
+    const std::optional<codegen::PrimitiveRule> rule = codegen::primitive_rule(prim);
+    if (!rule) return false;
+    codegen::KernelIR ir = codegen::lower_to_kernel_ir(prim.name, rule->inputs, rule->outputs);
+    if (!bucket.dims.empty()) codegen::specialize(ir, bucket);
+    add_host_stages(codegen::gpu_symbol_prefix(prim, bucket), codegen::gpu_schedule_host_code(ir, threads));
+    return true;
+  }
+  std::shared_ptr<KernelProvider> jit_ = codegen::make_jit_provider();
 };
 
 }  // namespace

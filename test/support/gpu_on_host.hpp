@@ -21,9 +21,9 @@ void add_host_stages(const std::string& prefix, codegen::HostCode host);
 int run_launch_on_host(const char* entry, void** params, const unsigned* grid, const unsigned* block);
 
 /// While it lives, every launch on `fake` runs on the host, and every GPU
-/// kernel the process's KernelCache builds gets its host stages (a provider
-/// asked before the JIT compiles them from the same primitive, under the
-/// JIT's symbol prefix, then declines). Clears the KernelCache when made and
+/// kernel the process's KernelCache builds, generic or specialized, gets its
+/// host stages (a provider asked before the JIT compiles them from the same
+/// primitive, under the JIT's entry names, then serves the JIT's kernel). Clears the KernelCache when made and
 /// when destroyed (its GPU kernels hold the fake's modules).
 class GpuOnHost {
  public:

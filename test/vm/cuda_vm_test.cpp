@@ -13,6 +13,8 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,36 @@ TEST_CASE("cuda: what a GPU cannot run, or run out of, is an Error and leaks not
     vm::VirtualMachine machine(compile(m, {.target = kGpu}));
     CHECK_THROWS_WITH(machine.invoke("f", args), Catch::Contains("cuModuleLoadDataEx"));
   }
+}
+
+TEST_CASE("cuda: GPU kernels are specialized per shape bucket, each launched under its own entries", "[cuda]") {
+  const ir::Module m = typed(kPlacementProgram);
+  KernelCacheOptions options = KernelCache::global().options();
+  options.background = false;  // each new bucket specialized before its call
+  const ScopedCacheOptions scope(options);
+  FakeGpu gpu;
+  vm::VirtualMachine machine(compile(m, {.target = kGpu}));
+  const Tensor w = Tensor::full({4, 4}, 0.25, DType::f32);
+  for (std::int64_t rows : {4, 70, 4}) {
+    INFO(rows << " rows");
+    const std::vector<Value> args{Tensor::full({rows, 4}, 0.5, DType::f32), w, Tensor::scalar<std::int64_t>(7)};
+    const int launches = gpu.fake.launch_count();
+    CHECK(close_value(machine.invoke("f", args), evaluate(m, "f", args), kTolerance));
+    REQUIRE(gpu.fake.launch_count() > launches);
+    // Every launch of the call is a specialized kernel's, but greater's on
+    // a scalar (no dynamic dim: nothing to specialize).
+    for (int i = launches; i < gpu.fake.launch_count(); ++i) {
+      const std::string entry = gpu.fake.launch(i).entry;
+      INFO(entry);
+      CHECK((entry.find("_b") != std::string::npos || entry.starts_with("greater_")));
+    }
+  }
+  // Two buckets ([=4] and [70's range]) of each GPU primitive, compiled once each.
+  std::map<std::string, std::set<std::string>> buckets;
+  for (const KernelCompileRecord& r : kernel_compile_log())
+    if (!r.bucket.empty()) CHECK(buckets[r.name].insert(r.bucket).second);
+  CHECK(buckets.size() >= 2);
+  for (const auto& [name, seen] : buckets) CHECK(seen.size() == 2);
 }
 
 TEST_CASE("cuda: GPU kernels are kept in the disk cache and loaded from it by a fresh cache", "[cuda]") {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,9 @@ struct HostCode {
 /// The kernel IR of that rule as text (for tests and debugging).
 [[nodiscard]] std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> inputs,
                                         std::span<const te::Tensor> outputs);
+
+/// A JIT provider, named "jit" (tests wrap one).
+[[nodiscard]] std::shared_ptr<KernelProvider> make_jit_provider();
 
 /// Adds the JIT ("jit", priority 0: before the reference kernels) to the
 /// process's KernelCache; idempotent.

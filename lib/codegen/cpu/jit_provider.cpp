@@ -5,8 +5,9 @@
 // compiled and stored there. Shape functions and primitives with an opaque
 // op (nonzero, stack) are left to the reference provider, as is a rule the
 // kernel IR cannot express yet (not_supported). A primitive placed on a GPU
-// becomes a GPU kernel (compile_cuda_kernel) on that device's context; what
-// cannot become one is an Error here (the reference kernels read host memory).
+// becomes a GPU kernel (cuda_kernel: generic, or per bucket) on that
+// device's context; what cannot become one is an Error here (the reference
+// kernels read host memory).
 #include <memory>
 #include <optional>
 
@@ -25,22 +26,18 @@ class JitProvider final : public KernelProvider {
  public:
   std::string_view name() const noexcept override { return "jit"; }
 
-  Ref<Kernel> get(const PrimitiveInfo& prim) override {
-    if (!prim.device.is_cpu())
-      if (Allocator& memory = allocator_for(prim.device); !memory.host_accessible()) return gpu_kernel(prim, memory);
-    return kernel(prim, {});
-  }
-
-  // GPU kernels are generic only, for now.
-  Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override {
-    return on_gpu(prim) ? Ref<Kernel>{} : kernel(prim, bucket);
-  }
+  Ref<Kernel> get(const PrimitiveInfo& prim) override { return any_kernel(prim, {}); }
+  Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override { return any_kernel(prim, bucket); }
 
  private:
-  // Whether `prim` runs on memory the host cannot read (a GPU's). Throws
-  // Error(not_supported) when the process has no driver or no such device.
-  static bool on_gpu(const PrimitiveInfo& prim) {
-    return !prim.device.is_cpu() && !allocator_for(prim.device).host_accessible();
+  // A GPU kernel for a primitive whose memory the host cannot read (a
+  // GPU's), else a CPU kernel. Throws Error(not_supported) when the process
+  // has no driver or no such device.
+  static Ref<Kernel> any_kernel(const PrimitiveInfo& prim, const Bucket& bucket) {
+    if (!prim.device.is_cpu())
+      if (Allocator& memory = allocator_for(prim.device); !memory.host_accessible())
+        return gpu_kernel(prim, memory, bucket);
+    return kernel(prim, bucket);
   }
 
   // The disk cache, if there is one to use. A directory others can write is
@@ -63,11 +60,11 @@ class JitProvider final : public KernelProvider {
     }
   }
 
-  // A generic kernel on the GPU whose memory `memory` is (buckets are not
-  // specialized there yet), from the disk cache when it holds it. Nothing else can serve such a primitive — the
-  // reference kernels read host memory — so what the GPU code generator
-  // cannot do is an Error here, naming why.
-  static Ref<Kernel> gpu_kernel(const PrimitiveInfo& prim, Allocator& memory) {
+  // A kernel on the GPU whose memory `memory` is, generic or specialized
+  // for `bucket`, from the disk cache when it holds it. Nothing else can
+  // serve such a primitive — the reference kernels read host memory — so
+  // what the GPU code generator cannot do is an Error here, naming why.
+  static Ref<Kernel> gpu_kernel(const PrimitiveInfo& prim, Allocator& memory, const Bucket& bucket) {
     auto* gpu = dynamic_cast<cuda::DeviceAllocator*>(&memory);
     if (gpu == nullptr)
       throw_error(ErrorKind::not_supported, "not supported: {} on {}: no code generator for its memory", prim.name,
@@ -80,7 +77,7 @@ class JitProvider final : public KernelProvider {
                   prim.name, to_string(prim.device));
     try {
       const std::optional<KernelStore> store = disk_store();
-      return cuda_kernel(prim, *rule, gpu->shared_context(), store ? &*store : nullptr);
+      return cuda_kernel(prim, *rule, bucket, gpu->shared_context(), store ? &*store : nullptr);
     } catch (Error& e) {
       throw e.with_context(prim.name);
     }
@@ -89,8 +86,8 @@ class JitProvider final : public KernelProvider {
 
 }  // namespace
 
-void register_jit_provider() {
-  KernelCache::global().add_provider(std::make_shared<JitProvider>(), 0);
-}
+std::shared_ptr<KernelProvider> make_jit_provider() { return std::make_shared<JitProvider>(); }
+
+void register_jit_provider() { KernelCache::global().add_provider(make_jit_provider(), 0); }
 
 }  // namespace nimble::codegen

@@ -369,15 +369,16 @@ Ref<Kernel> compile_cuda_kernel(const std::string& name, std::span<const te::Ten
                            symbol_prefix.empty() ? unique_symbol_prefix() : symbol_prefix, {}, nullptr);
 }
 
-Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
+Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
                         std::shared_ptr<const cuda::Context> context, const KernelStore* store) {
   const auto start = std::chrono::steady_clock::now();
+  const std::string bucket_text = bucket.dims.empty() ? std::string() : bucket.to_string();
   // The PTX is compiled for the device's SM, the prologue for the host.
   const std::string identity = kernel_identity(
-      fmt::format("cuda kernel sm_{} host {}", context->compute_capability(), jit_target_id()), prim, "");
+      fmt::format("cuda kernel sm_{} host {}", context->compute_capability(), jit_target_id()), prim, bucket_text);
   const std::uint64_t key = kernel_key(identity);
   const std::string host_prefix = fmt::format("nimble_{:016x}", key);
-  const std::string ptx_prefix = gpu_symbol_prefix(prim);
+  const std::string ptx_prefix = gpu_symbol_prefix(prim, bucket);
   if (store != nullptr) {
     if (std::optional<std::string> payload = store->load(key, identity)) {
       Ref<Kernel> kernel;
@@ -394,19 +395,24 @@ Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
       stats::count_disk_rejected();
     }
   }
+  KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
+  if (!bucket.dims.empty()) specialize(ir, bucket);
   StoredCudaKernel stored;
-  Ref<Kernel> kernel = build_cuda_kernel(lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs), std::move(context),
-                                         ptx_prefix, host_prefix, store != nullptr ? &stored : nullptr);
+  Ref<Kernel> kernel = build_cuda_kernel(ir, std::move(context), ptx_prefix, host_prefix,
+                                         store != nullptr ? &stored : nullptr);
   if (store != nullptr) (void)store->save(key, identity, payload_of(stored));
-  stats::count_kernel_compiled(prim.name, "", stats::nanoseconds_since(start));
+  stats::count_kernel_compiled(prim.name, bucket_text, stats::nanoseconds_since(start));
   return kernel;
 }
 
-std::string gpu_symbol_prefix(const PrimitiveInfo& prim) {
+std::string gpu_symbol_prefix(const PrimitiveInfo& prim, const Bucket& bucket) {
   std::string name = prim.name;
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return fmt::format("{}_{:016x}", name, prim.hash);
+  if (bucket.dims.empty()) return fmt::format("{}_{:016x}", name, prim.hash);
+  // 32 bits of the bucket: each kernel is a module of its own, so a clash
+  // would only make two kernels' names alike.
+  return fmt::format("{}_{:016x}_b{:08x}", name, prim.hash, runtime::fnv1a(bucket.to_string()) & 0xffffffffu);
 }
 
 }  // namespace nimble::codegen

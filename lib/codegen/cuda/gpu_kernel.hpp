@@ -95,17 +95,19 @@ void check_runs_on_gpu(const KernelIR& ir);
                                               const std::string& symbol_prefix = {});
 
 /// The GPU kernel of primitive `prim` (whose rule is `rule`) on `context`'s
-/// device, its entries named by gpu_symbol_prefix(prim): loaded from `store`
+/// device, specialized for `bucket` (no dims: generic; see specialize(
+/// KernelIR&)), its entries named by gpu_symbol_prefix(prim, bucket): loaded from `store`
 /// (the disk cache; null: none) when it holds it — the PTX for the device's
 /// SM and the prologue's host object, counted as a disk hit — else compiled
 /// (counted) and stored there. An entry the driver or the JIT rejects is
 /// counted as rejected and replaced.
-[[nodiscard]] Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
+[[nodiscard]] Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
                                       std::shared_ptr<const cuda::Context> context, const KernelStore* store);
 
 /// The symbol prefix of `prim`'s GPU kernel: its name and content hash
 /// ("fused_dense_add_0_1f2e…"), the same in every process, so that profilers
 /// and logs name kernels as nimble's messages do.
-[[nodiscard]] std::string gpu_symbol_prefix(const PrimitiveInfo& prim);
+/// A kernel specialized for `bucket` adds "_b" and 8 hex digits of it.
+[[nodiscard]] std::string gpu_symbol_prefix(const PrimitiveInfo& prim, const Bucket& bucket = {});
 
 }  // namespace nimble::codegen
