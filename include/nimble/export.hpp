@@ -58,8 +58,8 @@ struct ExportReport {
 
 /// Writes `executable` and its kernels to `path` (replacing it atomically).
 /// Throws Error(not_supported) naming a primitive nimble cannot compile
-/// ahead of time or a bucket of a GPU kernel (those are generic), Error(
-/// invalid_argument) for an unknown CPU or CUDA target or bucket, Error(runtime_error) if compiling or linking fails.
+/// ahead of time, Error(invalid_argument) for an unknown CPU or CUDA target
+/// or bucket, Error(runtime_error) if compiling or linking fails.
 ExportReport export_executable(const vm::Executable& executable, const std::string& path,
                                const ExportOptions& options = {});
 

@@ -36,10 +36,13 @@ namespace {
 struct AotEntry {
   Ref<Kernel> generic;
   std::vector<std::pair<Bucket, Ref<Kernel>>> specialized;
-  // A GPU's kernel is made on its first use, on the device there is then:
-  // loading an artifact needs no GPU (as compiling for one needs none);
-  // running it does.
-  std::function<Ref<Kernel>()> make_generic;
+  // A GPU's kernels are made when the KernelCache asks, on the device there
+  // is then: loading an artifact needs no GPU (as compiling for one needs
+  // none); running it does. make(0): the generic kernel; make(k): that of
+  // specialized[k - 1] (there null). Not kept here: the KernelCache keeps
+  // them, and drops them with its other kernels (they hold the device's
+  // context).
+  std::function<Ref<Kernel>(std::size_t)> make;
 };
 
 class AotProvider final : public KernelProvider {
@@ -50,17 +53,19 @@ class AotProvider final : public KernelProvider {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(prim.hash);
     if (it == entries_.end()) return {};
-    AotEntry& entry = it->second;
-    if (!entry.generic && entry.make_generic) entry.generic = entry.make_generic();
-    return entry.generic;
+    const AotEntry& entry = it->second;
+    return entry.make ? entry.make(0) : entry.generic;
   }
 
   Ref<Kernel> specialize(const PrimitiveInfo& prim, const Bucket& bucket) override {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(prim.hash);
     if (it == entries_.end()) return {};
-    for (const auto& [b, kernel] : it->second.specialized)
-      if (b == bucket) return kernel;
+    const AotEntry& entry = it->second;
+    for (std::size_t k = 0; k < entry.specialized.size(); ++k) {
+      const auto& [b, kernel] = entry.specialized[k];
+      if (b == bucket) return entry.make ? entry.make(k + 1) : kernel;
+    }
     return {};  // not exported: the generic kernel serves the bucket
   }
 
@@ -234,14 +239,18 @@ vm::Executable load_artifact(const std::string& path, ArtifactInfo* info) {
       const auto prim = std::find_if(executable.data().primitives.begin(), executable.data().primitives.end(),
                                      [&](const PrimitiveInfo& q) { return q.hash == p.hash; });
       const Device device = prim == executable.data().primitives.end() ? Device::cpu() : prim->device;
-      if (device.is_cpu() == !p.kernels[0].ptx.empty() || (!device.is_cpu() && p.kernels.size() != 1))
-        throw_error(ErrorKind::parse_error,
-                    "artifact {}: {} runs on {} but its kernels are {}", path, p.name, to_string(device),
-                    p.kernels[0].ptx.empty() ? "host code only" : "a GPU's (PTX, generic only)");
+      for (const runtime::artifact::KernelEntry& k : p.kernels)
+        if (device.is_cpu() == !k.ptx.empty())
+          throw_error(ErrorKind::parse_error, "artifact {}: {} runs on {} but a kernel of it is {}", path, p.name,
+                      to_string(device), k.ptx.empty() ? "host code only" : "a GPU's (PTX)");
       if (!device.is_cpu()) {
-        entry.make_generic = [k = p.kernels[0], device, so, path] { return load_gpu_kernel(k, device, so, path); };
-        ++found.kernels;
-        ++found.gpu_kernels;
+        for (std::size_t k = 1; k < p.kernels.size(); ++k) entry.specialized.emplace_back(p.kernels[k].bucket, nullptr);
+        entry.make = [kernels = p.kernels, device, so, path](std::size_t k) {
+          return load_gpu_kernel(kernels.at(k), device, so, path);
+        };
+        found.kernels += p.kernels.size();
+        found.specialized += p.kernels.size() - 1;
+        found.gpu_kernels += p.kernels.size();
         entries.emplace(p.hash, std::move(entry));
         continue;
       }

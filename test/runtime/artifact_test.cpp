@@ -355,7 +355,7 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
   }
   SECTION("PTX for a primitive the executable runs on the CPU") {
     contents.primitives[0].kernels.at(0).ptx = {{80, ".version 7.0"}};
-    refused(runtime::artifact::write(contents), ErrorKind::parse_error, "runs on cpu but its kernels are a GPU's");
+    refused(runtime::artifact::write(contents), ErrorKind::parse_error, "runs on cpu but a kernel of it is a GPU's");
   }
   SECTION("PTX out of order") {
     contents.primitives[0].kernels.at(0).ptx = {{90, ".version 7.8"}, {80, ".version 7.0"}};

@@ -262,6 +262,25 @@ TEST_CASE("cuda: GPU kernels are specialized per shape bucket, each launched und
     if (!r.bucket.empty()) CHECK(buckets[r.name].insert(r.bucket).second);
   CHECK(buckets.size() >= 2);
   for (const auto& [name, seen] : buckets) CHECK(seen.size() == 2);
+
+  // An export takes the buckets seen, with their PTX; the runtime launches them.
+  const TempDir dir;
+  std::filesystem::create_directories(dir.str());
+  const ExportReport report = export_executable(machine.executable(), dir.str() + "/f.nimble");
+  CHECK(report.specialized >= 2 * buckets.size());
+  CHECK(report.gpu_kernels > report.specialized);
+  KernelCache::global().clear();
+  reset_engine_stats();
+  vm::VirtualMachine aot(load_artifact(dir.str() + "/f.nimble"));
+  aot.set_kernel_provider("aot");
+  const std::vector<Value> args{Tensor::full({70, 4}, -0.5, DType::f32), w, Tensor::scalar<std::int64_t>(7)};
+  const int launches = gpu.fake.launch_count();
+  CHECK(close_value(aot.invoke("f", args), evaluate(m, "f", args), kTolerance));
+  int specialized = 0;
+  for (int i = launches; i < gpu.fake.launch_count(); ++i)
+    specialized += std::string(gpu.fake.launch(i).entry).find("_b") != std::string::npos ? 1 : 0;
+  CHECK(specialized >= 1);
+  CHECK(engine_stats().kernels_compiled == 0);
 }
 
 TEST_CASE("cuda: GPU kernels are kept in the disk cache and loaded from it by a fresh cache", "[cuda]") {

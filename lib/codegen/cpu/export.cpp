@@ -298,22 +298,12 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
       if (e.kind() != ErrorKind::not_supported || gpu) throw e.with_context(fmt::format("export: {}", prim.name));
     }
     if (gpu) {
-      // The JIT's GPU kernels are generic: so are the exported ones.
       if (!ir)
         throw_error(ErrorKind::not_supported, "not supported: export: {} runs on {} and has no compute rule",
                     prim.name, to_string(prim.device));
-      for (const ExportBucket& b : options.buckets)
-        if (b.primitive == prim.name)
-          throw_error(ErrorKind::not_supported,
-                      "not supported: export: bucket {} of {}: it runs on {}, whose kernels are generic only",
-                      b.bucket.to_string(), prim.name, to_string(prim.device));
       if (cuda_targets.empty())
         throw_error(ErrorKind::invalid_argument, "export: {} runs on {} but ExportOptions::cuda_targets is empty",
                     prim.name, to_string(prim.device));
-      contents.primitives.push_back({.hash = prim.hash, .name = prim.name, .kind = prim.kind});
-      // Named as the JIT names its entries (profilers show the same names).
-      jobs.push_back({contents.primitives.size() - 1, std::move(*ir), {}, codegen::gpu_symbol_prefix(prim), true});
-      continue;
     }
     if (!ir) {
       std::optional<PrimitiveEntry> builtin = builtin_entry(prim);
@@ -334,7 +324,14 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
     for (const ExportBucket& b : options.buckets)
       if (b.primitive == prim.name && std::find(buckets.begin(), buckets.end(), b.bucket) == buckets.end())
         buckets.push_back(b.bucket);
-    jobs.push_back({index, *ir, {}, fmt::format("nimble_aot_{:016x}_g", prim.hash)});
+    // A GPU kernel is named as the JIT names its entries (profilers show the
+    // same names).
+    const auto prefix = [&](std::size_t k) {
+      if (gpu) return codegen::gpu_symbol_prefix(prim, k == 0 ? Bucket{} : buckets[k - 1]);
+      return k == 0 ? fmt::format("nimble_aot_{:016x}_g", prim.hash)
+                    : fmt::format("nimble_aot_{:016x}_b{}", prim.hash, k - 1);
+    };
+    jobs.push_back({index, *ir, {}, prefix(0), gpu});
     for (std::size_t k = 0; k < buckets.size(); ++k) {
       codegen::KernelIR specialized = *ir;
       try {
@@ -342,7 +339,7 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
       } catch (Error& e) {
         throw e.with_context(fmt::format("export: bucket {} of {}", buckets[k].to_string(), prim.name));
       }
-      jobs.push_back({index, std::move(specialized), buckets[k], fmt::format("nimble_aot_{:016x}_b{}", prim.hash, k)});
+      jobs.push_back({index, std::move(specialized), buckets[k], prefix(k + 1), gpu});
     }
   }
 
