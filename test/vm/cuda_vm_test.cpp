@@ -429,5 +429,18 @@ TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "
   check_on_gpu(lstm_case(37));
   check_on_gpu(tree_lstm_case(16));
   check_on_gpu(bert_case(12, 37));
+  {
+    // Exported (PTX for sm_80 and sm_90), loaded and run by the runtime.
+    const TempDir dir;
+    std::filesystem::create_directories(dir.str());
+    const ir::Module m = typed(kPlacementProgram);
+    (void)export_executable(compile(m, {.target = kGpu}), dir.str() + "/f.nimble");
+    KernelCache::global().clear();
+    vm::VirtualMachine aot(load_artifact(dir.str() + "/f.nimble"));
+    aot.set_kernel_provider("aot");
+    const std::vector<Value> args{Tensor::full({37, 4}, 0.5, DType::f32), Tensor::full({4, 4}, 0.25, DType::f32),
+                                  Tensor::scalar<std::int64_t>(7)};
+    CHECK(close_value(aot.invoke("f", args), evaluate(m, "f", args), kTolerance));
+  }
   KernelCache::global().clear();
 }

@@ -122,6 +122,26 @@ std::string kernel_identity(std::string_view code, const PrimitiveInfo& prim, st
                      prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
 }
 
+Ref<Kernel> load_stored_kernel(const KernelStore* store, std::uint64_t key, std::string_view identity,
+                               std::chrono::steady_clock::time_point start,
+                               const std::function<Ref<Kernel>(std::string_view payload)>& load) {
+  if (store == nullptr) return {};
+  const std::optional<std::string> payload = store->load(key, identity);
+  if (!payload) return {};
+  Ref<Kernel> kernel;
+  try {
+    kernel = load(*payload);
+  } catch (const Error&) {
+    // Code LLVM cannot link, a PTX the driver rejects: rejected like a
+    // corrupt file (the caller compiles and stores the kernel again).
+  }
+  if (kernel)
+    stats::count_disk_hit(stats::nanoseconds_since(start));
+  else
+    stats::count_disk_rejected();
+  return kernel;
+}
+
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,
                        const KernelStore* store) {
   const auto start = std::chrono::steady_clock::now();
@@ -132,22 +152,10 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
   const std::string identity = kernel_identity(fmt::format("cpu kernel {}", jit_target_id()), prim, bucket_text);
   const std::uint64_t key = kernel_key(identity);
   const std::string prefix = fmt::format("nimble_{:016x}", key);
-  if (store != nullptr) {
-    if (std::optional<std::string> payload = store->load(key, identity)) {
-      Ref<Kernel> kernel;
-      try {
-        kernel = load_payload(*payload, prefix, bucket);
-      } catch (const Error&) {
-        // An object LLVM cannot link: rejected like a corrupt file, and
-        // replaced below.
-      }
-      if (kernel) {
-        stats::count_disk_hit(stats::nanoseconds_since(start));
-        return kernel;
-      }
-      stats::count_disk_rejected();
-    }
-  }
+  if (Ref<Kernel> kernel = load_stored_kernel(store, key, identity, start, [&](std::string_view payload) {
+        return load_payload(payload, prefix, bucket);
+      }))
+    return kernel;
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), prefix, bucket_text, start, store, key, identity);

@@ -1,6 +1,8 @@
 // Compute rules compiled to machine code for the host CPU: the JIT's kernels.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -69,6 +71,14 @@ struct HostCode {
 /// compilation — else compiled and stored there.
 [[nodiscard]] Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule,
                                      const Bucket& bucket, const KernelStore* store);
+
+/// The kernel `load` makes of the payload `store` (null: none) holds under
+/// `key` and `identity`, counted as a disk hit loaded since `start`; null
+/// when there is none, or when `load` returns null or throws (an entry that
+/// cannot be used: counted as rejected, for the caller to replace).
+[[nodiscard]] Ref<Kernel> load_stored_kernel(const KernelStore* store, std::uint64_t key, std::string_view identity,
+                                             std::chrono::steady_clock::time_point start,
+                                             const std::function<Ref<Kernel>(std::string_view payload)>& load);
 
 /// What the runtime needs of `kernel` to call its code (emitted with `errors`).
 [[nodiscard]] runtime::NativeKernelDesc describe_native_kernel(const KernelIR& kernel,

@@ -379,22 +379,10 @@ Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, co
   const std::uint64_t key = kernel_key(identity);
   const std::string host_prefix = fmt::format("nimble_{:016x}", key);
   const std::string ptx_prefix = gpu_symbol_prefix(prim, bucket);
-  if (store != nullptr) {
-    if (std::optional<std::string> payload = store->load(key, identity)) {
-      Ref<Kernel> kernel;
-      try {
-        kernel = load_payload(*payload, ptx_prefix, host_prefix, context);
-      } catch (const Error&) {
-        // An object LLVM cannot link or a PTX the driver rejects: rejected
-        // like a corrupt file, and replaced below.
-      }
-      if (kernel) {
-        stats::count_disk_hit(stats::nanoseconds_since(start));
-        return kernel;
-      }
-      stats::count_disk_rejected();
-    }
-  }
+  if (Ref<Kernel> kernel = load_stored_kernel(store, key, identity, start, [&](std::string_view payload) {
+        return load_payload(payload, ptx_prefix, host_prefix, context);
+      }))
+    return kernel;
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   StoredCudaKernel stored;
