@@ -164,9 +164,10 @@ class Disassembler {
       out_ += "\nprimitives:\n";
       for (std::size_t i = 0; i < data_.primitives.size(); ++i) {
         const PrimitiveInfo& p = data_.primitives[i];
-        out_ += fmt::format("  #{}  {}  {}  hash {:#018x}  inputs {}, outputs {}\n", i, p.name,
-                            p.kind == PrimitiveKind::compute ? "compute" : "shape_function",
-                            p.hash, p.num_inputs, p.num_outputs);
+        out_ += fmt::format("  #{}  {}  {}  hash {:#018x}  inputs {}, outputs {}{}\n", i, p.name,
+                            p.kind == PrimitiveKind::compute ? "compute" : "shape_function", p.hash,
+                            p.num_inputs, p.num_outputs,
+                            p.device.is_cpu() ? std::string() : fmt::format("  on {}", to_string(p.device)));
       }
     }
     if (!data_.strings.empty()) {

@@ -187,6 +187,8 @@ TEST_CASE("cuda: a saved executable keeps its kernels' devices", "[cuda]") {
   const int launches = gpu.fake.launch_count();
   CHECK(close_value(machine.invoke("f", args), evaluate(m, "f", args), kTolerance));
   CHECK(gpu.fake.launch_count() > launches);
+  // The listing says where each primitive runs (the CPU's say nothing).
+  CHECK_THAT(loaded.disassemble(), Catch::Contains("inputs 2, outputs 1  on cuda:0"));
 }
 
 TEST_CASE("cuda: tensors move between the host and a GPU through the driver", "[cuda]") {
