@@ -144,6 +144,16 @@ const Value& Value::operator[](std::size_t i) const {
   return f[i];
 }
 
+Value Value::to(Device device) const {
+  if (!defined()) return *this;
+  if (is_tensor()) return Value(tensor().to(device));
+  if (kind() == Kind::object) return *this;
+  std::vector<Value> moved;
+  moved.reserve(fields().size());
+  for (const Value& f : fields()) moved.push_back(f.to(device));
+  return kind() == Kind::tuple ? tuple(std::move(moved)) : adt(tag(), std::move(moved));
+}
+
 std::uint32_t Value::tag() const {
   if (kind() != Kind::adt)
     throw_error(ErrorKind::type_error, "Value: expected an ADT value, got {}", kind_name(kind()));

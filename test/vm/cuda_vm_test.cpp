@@ -152,6 +152,25 @@ TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the r
   CHECK(gpu.allocator.stats().live_bytes == 0);
 }
 
+TEST_CASE("cuda: weights the host moved to the GPU once are not copied by the calls", "[cuda]") {
+  FakeGpu gpu;
+  ModelCase c = bert_case(2, 7);
+  const Value expected = evaluate(c.module, c.entry, c.args);
+  vm::VirtualMachine machine(compile(c.module, {.target = kGpu}));
+  const auto copied_per_call = [&](const std::vector<Value>& args) {
+    (void)machine.invoke(c.entry, args);  // kernels compiled, constants uploaded
+    const int before = gpu.fake.calls("cuMemcpyHtoDAsync_v2");
+    CHECK(close_value(machine.invoke(c.entry, args), expected, kTolerance));
+    return gpu.fake.calls("cuMemcpyHtoDAsync_v2") - before;
+  };
+  const int host_weights = copied_per_call(c.args);
+  const Value layers = c.args[1].to(kGpu);
+  CHECK(layers[0][0].tensor().device() == kGpu);
+  const int device_weights = copied_per_call({c.args[0], layers});
+  // 2 layers of 16 weights each went over on every call; now none do.
+  CHECK(host_weights - device_weights >= 32);
+}
+
 TEST_CASE("cuda: an entry's tuple goes to the GPU with its integer scalars left on the CPU", "[cuda]") {
   FakeGpu gpu;
   const ir::Module m = typed(R"(

@@ -61,6 +61,14 @@ class Value {
   /// The object of an object value; throws Error(type_error) otherwise.
   [[nodiscard]] const Ref<Object>& object() const;
 
+  /// The value with every tensor in it (through tuple and ADT fields) on
+  /// `device`, as Tensor::to moves each: a model's weights moved to a GPU
+  /// once, which its calls then read there without copies. Objects (closures)
+  /// are kept as they are. Integer
+  /// scalars a program branches on belong on the CPU: move weights, not
+  /// those. Throws as Tensor::to does.
+  [[nodiscard]] Value to(Device device) const;
+
  private:
   friend class ValueNode;
   explicit Value(Ref<ValueNode> node) noexcept;
