@@ -7,9 +7,9 @@
 // to the reference kernels are exported too: a data-independent shape
 // function as a native kernel that computes its output's shape expressions,
 // an opaque op the runtime implements itself (stack) by name. A primitive
-// placed on a GPU is exported as the JIT makes it there: its generic
-// kernel's PTX for each CUDA target, its prologue (host code) in each CPU
-// variant's shared object.
+// placed on a GPU is exported as the JIT makes it there: the PTX of its
+// generic kernel and of each bucket for each CUDA target, their prologues
+// (host code) in each CPU variant's shared object.
 #include "nimble/export.hpp"
 
 #include <fmt/format.h>
@@ -104,12 +104,11 @@ CpuTarget cpu_target(const std::string& name) {
 std::vector<std::uint32_t> cuda_capabilities(const std::vector<std::string>& names) {
   std::vector<std::uint32_t> all;
   for (const std::string& name : names) {
-    int sm = 0;
     const bool parsed = name.size() == 5 && name.starts_with("sm_") && std::isdigit(static_cast<unsigned char>(name[3])) &&
                         std::isdigit(static_cast<unsigned char>(name[4]));
-    if (parsed) sm = std::stoi(name.substr(3));
+    if (!parsed) throw_error(ErrorKind::invalid_argument, "export: CUDA target \"{}\": not of the form sm_NN", name);
+    const int sm = std::stoi(name.substr(3));
     try {
-      if (!parsed) throw_error(ErrorKind::invalid_argument, "not of the form sm_NN");
       (void)codegen::CudaTarget{sm}.ptx_version();
     } catch (const Error& e) {
       throw_error(ErrorKind::invalid_argument, "export: CUDA target \"{}\": {}", name, e.message());

@@ -317,14 +317,16 @@ EmittedKernel emit_gpu_prologue(const KernelIR& ir, llvm::LLVMContext& context, 
 
 namespace {
 
-// The GPU kernel of `ir` on `context`, entries named from `ptx_prefix`, the
-// prologue's symbols from `host_prefix` (empty: unique); its PTX and the
-// prologue's object into `stored` when that is set.
+// What the disk cache keeps of a GPU kernel.
 struct StoredCudaKernel {
   runtime::NativeKernelDesc desc;
   std::string ptx;
   std::string prologue_object;
 };
+
+// The GPU kernel of `ir` on `context`, entries named from `ptx_prefix`, the
+// prologue's symbols from `host_prefix` (empty: unique); its PTX and the
+// prologue's object into `stored` when that is set.
 Ref<Kernel> build_cuda_kernel(const KernelIR& ir, std::shared_ptr<const cuda::Context> context,
                               const std::string& ptx_prefix, const std::string& host_prefix,
                               StoredCudaKernel* stored) {
