@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+#include <utility>
+
 #include "runtime/object_pool.hpp"
 #include "runtime/value_builder.hpp"
+#include "runtime/value_map.hpp"
 #include "support/check.hpp"
 
 namespace nimble {
@@ -47,6 +51,8 @@ class ValueNode final : public RefCounted {
   static Value make(Value::Kind k, Fields f, std::uint32_t tag) {
     return Value(make_ref<ValueNode>(k, Tensor(), std::move(f), tag));
   }
+  // A value's node: its identity, for walks that meet shared nodes.
+  static const ValueNode* of(const Value& v) noexcept { return v.node_.get(); }
   const std::uint32_t tag;
   const Ref<Object> object;
 };
@@ -145,13 +151,62 @@ const Value& Value::operator[](std::size_t i) const {
 }
 
 Value Value::to(Device device) const {
-  if (!defined()) return *this;
-  if (is_tensor()) return Value(tensor().to(device));
-  if (kind() == Kind::object) return *this;
-  std::vector<Value> moved;
-  moved.reserve(fields().size());
-  for (const Value& f : fields()) moved.push_back(f.to(device));
-  return kind() == Kind::tuple ? tuple(std::move(moved)) : adt(tag(), std::move(moved));
+  std::optional<Value> moved = detail::map_tensors(*this, [device](const Tensor& t) -> std::optional<Tensor> {
+    if (t.device() == device) return std::nullopt;
+    return t.to(device);
+  });
+  return moved ? std::move(*moved) : *this;
+}
+
+std::optional<Value> detail::map_tensors(const Value& value, const TensorMap& map) {
+  if (!value.defined()) return std::nullopt;
+  // Post-order over the value's nodes with an explicit stack; `done` holds
+  // each finished node's result (nullopt: unchanged). Field pointers stay
+  // valid: `value` holds every node the walk visits.
+  std::unordered_map<const ValueNode*, std::optional<Value>> done;
+  struct Frame {
+    const Value* value;
+    std::size_t next = 0;  // the first field not finished yet
+  };
+  std::vector<Frame> stack{{&value}};
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    const Value& v = *top.value;
+    const ValueNode* node = ValueNode::of(v);
+    if (done.contains(node)) {
+      stack.pop_back();
+      continue;
+    }
+    if (v.kind() == Value::Kind::tensor || v.kind() == Value::Kind::object) {
+      std::optional<Value> result;
+      if (v.kind() == Value::Kind::tensor)
+        if (std::optional<Tensor> t = map(v.tensor())) result = Value(std::move(*t));
+      done.emplace(node, std::move(result));
+      stack.pop_back();
+      continue;
+    }
+    const std::span<const Value> fields = v.fields();
+    while (top.next < fields.size() && done.contains(ValueNode::of(fields[top.next]))) ++top.next;
+    if (top.next < fields.size()) {
+      stack.push_back({&fields[top.next]});  // `top` is not used after this
+      continue;
+    }
+    bool changed = false;
+    for (const Value& f : fields) changed = changed || done.at(ValueNode::of(f)).has_value();
+    std::optional<Value> result;
+    if (changed) {
+      Fields rebuilt;
+      rebuilt.reserve(fields.size());
+      for (const Value& f : fields) {
+        const std::optional<Value>& mapped = done.at(ValueNode::of(f));
+        rebuilt.push_back(mapped ? *mapped : f);
+      }
+      result = ValueNode::make(v.kind(), std::move(rebuilt), v.kind() == Value::Kind::adt ? v.tag() : 0);
+    }
+    done.emplace(node, std::move(result));
+    stack.pop_back();
+  }
+  return std::move(done.at(ValueNode::of(value)));
 }
 
 std::uint32_t Value::tag() const {
@@ -160,17 +215,35 @@ std::uint32_t Value::tag() const {
   return node_->tag;
 }
 
+// With a work list, not recursion: a long list prints without exhausting
+// the stack.
 std::string to_string(const Value& value) {
-  if (!value.defined()) return "<undefined>";
-  if (value.is_tensor()) return to_string(value.tensor());
-  if (value.kind() == Value::Kind::object) return "<object>";
-  std::string out = value.kind() == Value::Kind::adt ? fmt::format("#{}(", value.tag()) : "(";
-  const auto fields = value.fields();
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    if (i) out += ", ";
-    out += to_string(fields[i]);
+  std::string out;
+  struct Frame {
+    const Value* value;
+    std::size_t next = 0;  // the next field to print; 0: not opened yet
+  };
+  std::vector<Frame> stack{{&value}};
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    const Value& v = *top.value;
+    if (!v.defined() || v.is_tensor() || v.kind() == Value::Kind::object) {
+      out += !v.defined() ? "<undefined>" : v.is_tensor() ? to_string(v.tensor()) : "<object>";
+      stack.pop_back();
+      continue;
+    }
+    const std::span<const Value> fields = v.fields();
+    if (top.next == 0) out += v.kind() == Value::Kind::adt ? fmt::format("#{}(", v.tag()) : "(";
+    if (top.next == fields.size()) {
+      out += ")";
+      stack.pop_back();
+      continue;
+    }
+    if (top.next > 0) out += ", ";
+    const Value* field = &fields[top.next++];
+    stack.push_back({field});  // `top` is not used after this
   }
-  return out + ")";
+  return out;
 }
 
 }  // namespace nimble

@@ -33,6 +33,7 @@
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 #include "runtime/value_builder.hpp"
+#include "runtime/value_map.hpp"
 #include "vm/executable_data.hpp"
 
 namespace nimble::vm {
@@ -296,27 +297,14 @@ Tensor on_device(const Tensor& x, Device src, Device dst) {
 // `v` with every tensor in it (through tuple and ADT fields) on `dst`, or
 // nullopt where nothing moves. Integer and bool scalars stay (the VM reads
 // them on the CPU: place_devices keeps them there); closures are left as
-// they are. Recursive: a value's depth is its longest list or tree path.
+// they are. A long list or a deep tree moves without deep recursion.
 std::optional<Value> moved_to(const Value& v, Device src, Device dst) {
-  if (!v.defined()) return std::nullopt;
-  if (v.is_tensor()) {
-    const Tensor& t = v.tensor();
+  return detail::map_tensors(v, [src, dst](const Tensor& t) -> std::optional<Tensor> {
     const bool vm_scalar =
         t.rank() == 0 && (t.dtype() == DType::i64 || t.dtype() == DType::i32 || t.dtype() == DType::boolean);
     if (t.device() == dst || vm_scalar) return std::nullopt;
-    return Value(on_device(v.tensor(), src, dst));
-  }
-  if (v.kind() != Value::Kind::tuple && v.kind() != Value::Kind::adt) return std::nullopt;
-  const std::span<const Value> old = v.fields();
-  std::vector<Value> fields;
-  bool moved = false;
-  for (const Value& f : old) {
-    std::optional<Value> m = moved_to(f, src, dst);
-    moved = moved || m.has_value();
-    fields.push_back(m ? std::move(*m) : f);
-  }
-  if (!moved) return std::nullopt;
-  return v.kind() == Value::Kind::tuple ? Value::tuple(std::move(fields)) : Value::adt(v.tag(), std::move(fields));
+    return on_device(t, src, dst);
+  });
 }
 
 Value on_device(const Value& v, Device src, Device dst) {
@@ -656,34 +644,48 @@ namespace {
 // object): a list that many registers and frames share is walked once.
 using Seen = std::unordered_set<const void*>;
 
+// The tensors registers and values refer to, through tuples, ADTs and
+// closures, with work lists: a list of a million cells is walked without
+// deep recursion.
 template <class F>
-void for_each_tensor(const Value& v, F&& f, Seen& seen);
+void for_each_tensor(std::vector<const Reg*> regs, std::vector<const Value*> values, F&& f, Seen& seen) {
+  while (!regs.empty() || !values.empty()) {
+    if (!regs.empty()) {
+      const Reg& r = *regs.back();
+      regs.pop_back();
+      if (r.holds_tensor()) f(r.t);
+      if (r.kind == Reg::Kind::value) values.push_back(&r.v);
+      continue;
+    }
+    const Value& v = *values.back();
+    values.pop_back();
+    if (!v.defined()) continue;
+    switch (v.kind()) {
+      case Value::Kind::tensor: f(v.tensor()); break;
+      case Value::Kind::tuple:
+      case Value::Kind::adt: {
+        const std::span<const Value> fields = v.fields();
+        if (fields.empty() || !seen.insert(fields.data()).second) break;
+        for (const Value& field : fields) values.push_back(&field);
+        break;
+      }
+      case Value::Kind::object:
+        if (const auto* closure = dynamic_cast<const ClosureObject*>(v.object().get());
+            closure != nullptr && seen.insert(closure).second)
+          for (const Reg& captured : closure->captured) regs.push_back(&captured);
+        break;
+    }
+  }
+}
 
 template <class F>
 void for_each_tensor(const Reg& reg, F&& f, Seen& seen) {
-  if (reg.holds_tensor()) f(reg.t);
-  if (reg.kind == Reg::Kind::value) for_each_tensor(reg.v, f, seen);
+  for_each_tensor({&reg}, {}, f, seen);
 }
 
-// The tensors a value refers to, through tuples, ADTs and closures.
 template <class F>
 void for_each_tensor(const Value& v, F&& f, Seen& seen) {
-  if (!v.defined()) return;
-  switch (v.kind()) {
-    case Value::Kind::tensor: f(v.tensor()); return;
-    case Value::Kind::tuple:
-    case Value::Kind::adt: {
-      const std::span<const Value> fields = v.fields();
-      if (fields.empty() || !seen.insert(fields.data()).second) return;
-      for (const Value& field : fields) for_each_tensor(field, f, seen);
-      return;
-    }
-    case Value::Kind::object:
-      if (const auto* closure = dynamic_cast<const ClosureObject*>(v.object().get());
-          closure != nullptr && seen.insert(closure).second)
-        for (const Reg& captured : closure->captured) for_each_tensor(captured, f, seen);
-      return;
-  }
+  for_each_tensor({}, {&v}, f, seen);
 }
 
 }  // namespace

@@ -2,9 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "runtime/value_map.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
@@ -46,6 +51,73 @@ TEST_CASE("a very long list is destroyed without recursion", "[runtime]") {
   CHECK(list.tag() == 1);
   list = Value();  // would overflow the stack if teardown recursed
   CHECK(element.tensor().storage()->use_count() == 1);
+}
+
+namespace {
+
+// Nil, then Cons(element(i), ...) for i = n-1 … 0: a list of n cells.
+Value make_list(int n, const std::function<Value(int)>& element) {
+  Value list = Value::adt(0, {});
+  for (int i = n - 1; i >= 0; --i) list = Value::adt(1, {element(i), list});
+  return list;
+}
+
+}  // namespace
+
+TEST_CASE("a very long list is moved, mapped and printed without recursion", "[runtime]") {
+  const Value element(Tensor::zeros({1}, DType::f32));
+  const Value list = make_list(1'000'000, [&](int) { return element; });
+  // Nothing to move: the same value, not a copy.
+  const Value same = list.to(Device::cpu());
+  CHECK(same[1].fields().data() == list[1].fields().data());
+  // Each cell rebuilt: a million cells deep, one map call (the element is one node).
+  int calls = 0;
+  const std::optional<Value> mapped = detail::map_tensors(list, [&](const Tensor& t) -> std::optional<Tensor> {
+    ++calls;
+    return Tensor::full(t.shape(), 2, t.dtype());
+  });
+  REQUIRE(mapped);
+  CHECK(calls == 1);
+  Value cell = *mapped;
+  int length = 0;
+  for (; cell.tag() == 1; cell = cell[1], ++length)
+    if (length % 99'999 == 0) CHECK(cell[0].tensor().data<float>()[0] == 2.0f);
+  CHECK(length == 1'000'000);
+  CHECK(element.tensor().data<float>()[0] == 0.0f);  // the input is untouched
+  const std::string text = to_string(make_list(300'000, [&](int) { return element; }));
+  CHECK(text.starts_with("#1(Tensor<f32>[1]"));
+  CHECK(text.ends_with(", #0()" + std::string(300'000, ')')));
+}
+
+TEST_CASE("mapping a value's tensors keeps what it shares, and what it does not change", "[runtime]") {
+  const Value a(Tensor::from_data<float>({2}, {1, 2}));
+  const Value b(Tensor::scalar<std::int64_t>(7));
+  const Value subtree = Value::adt(1, {a, Value::adt(0, {})});
+  const Value tree = Value::tuple({subtree, b, subtree, Value::object(make_ref<Object>())});
+  std::vector<const void*> seen;
+  const auto negate_floats = [&](const Tensor& t) -> std::optional<Tensor> {
+    seen.push_back(t.storage().get());
+    if (t.dtype() != DType::f32) return std::nullopt;
+    Tensor n = Tensor::empty(t.shape(), t.dtype());
+    for (std::int64_t i = 0; i < t.numel(); ++i) n.data<float>()[i] = -t.data<float>()[i];
+    return n;
+  };
+  const std::optional<Value> mapped = detail::map_tensors(tree, negate_floats);
+  REQUIRE(mapped);
+  CHECK(seen.size() == 2);  // a once (its subtree twice), b once
+  CHECK_THAT((*mapped)[0][0].tensor(), testing::IsCloseTo(Tensor::from_data<float>({2}, {-1, -2})));
+  CHECK((*mapped)[0].fields().data() == (*mapped)[2].fields().data());  // still one subtree
+  CHECK((*mapped)[1].tensor().storage() == b.tensor().storage());       // unchanged: kept
+  CHECK((*mapped)[3].object() == tree[3].object());
+  CHECK(to_string(*mapped).starts_with("(#1(Tensor<f32>[2]"));
+  // Nothing mapped: nullopt, the caller keeps the value.
+  CHECK_FALSE(detail::map_tensors(tree, [](const Tensor&) -> std::optional<Tensor> { return std::nullopt; }));
+  CHECK_FALSE(detail::map_tensors(Value(), negate_floats));
+  // What the map throws leaves the walk.
+  CHECK_THROWS_AS(detail::map_tensors(tree, [](const Tensor&) -> std::optional<Tensor> {
+                    throw std::runtime_error("no");
+                  }),
+                  std::runtime_error);
 }
 
 TEST_CASE("values and storages made on one thread can die on another, after it exits", "[runtime]") {
