@@ -5,7 +5,8 @@
 // a vm::VirtualMachine (kernels compile on first use), and read
 // kernel_compile_log(). Counters over all its records: kernels, ms_median,
 // ms_p90, ms_max and ms_total (milliseconds per kernel, from primitive source
-// to callable code). The row's time is the whole iteration (compiling and the
+// to callable code), and pct_lower, pct_optimize, pct_codegen, pct_link: the
+// share of ms_total in each phase (KernelCompileRecord). The row's time is the whole iteration (compiling and the
 // three runs); the counters are what it measures. On the reference kernels
 // (no JIT registered) nothing is compiled: kernels = 0 and the ms counters 0.
 // Synchronous specialization and no disk cache, so that every kernel is
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -259,15 +261,28 @@ void jit_compile(benchmark::State& state) {
       }
     }
     std::vector<double> ms;
-    for (const KernelCompileRecord& r : kernel_compile_log()) ms.push_back(r.ms);
     double total = 0;
-    for (double m : ms) total += m;
+    std::array<double, 4> phases{};  // lower, optimize, codegen, link
+    for (const KernelCompileRecord& r : kernel_compile_log()) {
+      ms.push_back(r.ms);
+      total += r.ms;
+      phases[0] += r.lower_ms;
+      phases[1] += r.optimize_ms;
+      phases[2] += r.codegen_ms;
+      phases[3] += r.link_ms;
+    }
     auto& c = state.counters;
     c["kernels"] = static_cast<double>(ms.size());
     c["ms_median"] = percentile(ms, 0.5);
     c["ms_p90"] = percentile(ms, 0.9);
     c["ms_max"] = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
     c["ms_total"] = total;
+    // Where the time went, in percent of ms_total.
+    const auto share = [&](double part) { return total > 0 ? 100 * part / total : 0; };
+    c["pct_lower"] = share(phases[0]);
+    c["pct_optimize"] = share(phases[1]);
+    c["pct_codegen"] = share(phases[2]);
+    c["pct_link"] = share(phases[3]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jit_bench: JIT/compile: %s\n", e.what());
     ++failures;

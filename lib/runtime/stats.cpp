@@ -1,8 +1,10 @@
 #include "nimble/runtime/stats.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
+#include <utility>
 
 #include "nimble/runtime/allocator.hpp"
 #include "runtime/stats_counters.hpp"
@@ -42,7 +44,19 @@ Counters& counters() noexcept {
 void add(Counter& c, std::uint64_t n = 1) noexcept { c.fetch_add(n, std::memory_order_relaxed); }
 std::uint64_t read(const Counter& c) noexcept { return c.load(std::memory_order_relaxed); }
 
+// The phase times of the kernel the calling thread is compiling.
+std::array<std::uint64_t, 3>& thread_phases() noexcept {
+  thread_local std::array<std::uint64_t, 3> phases{};
+  return phases;
+}
+
 }  // namespace
+
+void stats::add_compile_phase(CompilePhase phase, std::uint64_t nanoseconds) noexcept {
+  thread_phases()[static_cast<std::size_t>(phase)] += nanoseconds;
+}
+
+void stats::begin_kernel_compile() noexcept { thread_phases() = {}; }
 
 void stats::count_kernel_compiled(std::string_view name, std::string_view bucket,
                                   std::uint64_t nanoseconds) {
@@ -50,8 +64,18 @@ void stats::count_kernel_compiled(std::string_view name, std::string_view bucket
   add(c.kernels_compiled);
   if (!bucket.empty()) add(c.specialized_compiled);
   add(c.compile_ns, nanoseconds);
+  const auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; };
+  const std::array<std::uint64_t, 3> phases = std::exchange(thread_phases(), {});
+  KernelCompileRecord record{.name = std::string(name),
+                             .bucket = std::string(bucket),
+                             .ms = ms(nanoseconds),
+                             .optimize_ms = ms(phases[0]),
+                             .codegen_ms = ms(phases[1]),
+                             .link_ms = ms(phases[2])};
+  // Clamped: the phases are timed apart from the whole.
+  record.lower_ms = std::max(0.0, record.ms - record.optimize_ms - record.codegen_ms - record.link_ms);
   std::lock_guard lock(c.log_mutex);
-  c.compile_log.push_back({std::string(name), std::string(bucket), static_cast<double>(nanoseconds) * 1e-6});
+  c.compile_log.push_back(std::move(record));
 }
 
 std::vector<KernelCompileRecord> kernel_compile_log() {

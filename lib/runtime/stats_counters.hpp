@@ -15,8 +15,23 @@ namespace nimble::stats {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
+/// The phases of a kernel's compilation that KernelCompileRecord splits
+/// its time into (the rest is `lower_ms`).
+enum class CompilePhase : std::uint8_t { optimize, codegen, link };
+
+/// Adds `nanoseconds` to `phase` of the kernel the calling thread is
+/// compiling (a kernel compiles on one thread, from the lowering of its
+/// primitive to count_kernel_compiled). Outside a compilation (an export's
+/// objects), the time goes to the next kernel's record, or nowhere: call
+/// begin_kernel_compile() first.
+void add_compile_phase(CompilePhase phase, std::uint64_t nanoseconds) noexcept;
+
+/// Starts the calling thread's phase times of a kernel from zero.
+void begin_kernel_compile() noexcept;
+
 /// Kernel `name` compiled for `bucket` ("" generic), which took
-/// `nanoseconds` of wall-clock time (also appended to kernel_compile_log()).
+/// `nanoseconds` of wall-clock time (also appended to kernel_compile_log(),
+/// with the phases the calling thread added since begin_kernel_compile()).
 void count_kernel_compiled(std::string_view name, std::string_view bucket, std::uint64_t nanoseconds);
 
 /// `n` kernel launches, `site_hits` of them with the call site's kernel at hand.

@@ -430,7 +430,17 @@ TEST_CASE("jit: the VM uses JIT kernels by default and counts their compilation"
   const EngineStats s = engine_stats();
   CHECK(s.kernels_compiled >= 1);
   CHECK(kernel_compile_log().size() == s.kernels_compiled);
-  for (const KernelCompileRecord& r : kernel_compile_log()) CHECK(r.ms > 0);
+  for (const KernelCompileRecord& r : kernel_compile_log()) {
+    CHECK(r.ms > 0);
+    // Every kernel went through LLVM's passes, its code generator and ORC;
+    // the phases are parts of the whole.
+    CHECK(r.optimize_ms > 0);
+    CHECK(r.codegen_ms > 0);
+    CHECK(r.link_ms > 0);
+    CHECK(r.lower_ms >= 0);
+    CHECK(r.optimize_ms + r.codegen_ms + r.link_ms <= r.ms);
+    CHECK(r.lower_ms + r.optimize_ms + r.codegen_ms + r.link_ms == Approx(r.ms));
+  }
   // A second VM finds them in the cache.
   vm::VirtualMachine again(compile(m));
   (void)again.invoke("f", {x});

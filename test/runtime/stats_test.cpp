@@ -16,8 +16,13 @@ TEST_CASE("engine stats count from the last reset", "[runtime]") {
   CHECK(s.kernel_launches == 0);
   CHECK(s.system_allocations == 0);
 
+  stats::begin_kernel_compile();
+  stats::add_compile_phase(stats::CompilePhase::optimize, 400'000);
+  stats::add_compile_phase(stats::CompilePhase::codegen, 1'000'000);
+  stats::add_compile_phase(stats::CompilePhase::codegen, 600'000);
+  stats::add_compile_phase(stats::CompilePhase::link, 100'000);
   stats::count_kernel_compiled("add_1", "", 2'500'000);
-  stats::count_kernel_compiled("add_1", "[=4]", 500'000);
+  stats::count_kernel_compiled("add_1", "[=4]", 500'000);  // its phases start from zero
   stats::count_kernel_launches(3, 2);
   stats::count_memory_lookup(true);
   stats::count_memory_lookup(false);
@@ -40,7 +45,13 @@ TEST_CASE("engine stats count from the last reset", "[runtime]") {
   CHECK(log[0].name == "add_1");
   CHECK(log[0].bucket.empty());
   CHECK(log[0].ms == Approx(2.5));
+  CHECK(log[0].optimize_ms == Approx(0.4));
+  CHECK(log[0].codegen_ms == Approx(1.6));
+  CHECK(log[0].link_ms == Approx(0.1));
+  CHECK(log[0].lower_ms == Approx(0.4));  // the rest
   CHECK(log[1].bucket == "[=4]");
+  CHECK(log[1].codegen_ms == 0);
+  CHECK(log[1].lower_ms == Approx(0.5));
   CHECK(s.kernel_launches == 3);
   CHECK(s.call_site_hits == 2);
   CHECK(s.memory_hits == 1);

@@ -279,8 +279,14 @@ TEST_CASE("cuda: GPU kernels are specialized per shape bucket, each launched und
   }
   // Two buckets ([=4] and [70's range]) of each GPU primitive, compiled once each.
   std::map<std::string, std::set<std::string>> buckets;
-  for (const KernelCompileRecord& r : kernel_compile_log())
+  for (const KernelCompileRecord& r : kernel_compile_log()) {
     if (!r.bucket.empty()) CHECK(buckets[r.name].insert(r.bucket).second);
+    // PTX through NVPTX, the prologue through the host JIT, the PTX loaded.
+    CHECK(r.optimize_ms > 0);
+    CHECK(r.codegen_ms > 0);
+    CHECK(r.link_ms > 0);
+    CHECK(r.optimize_ms + r.codegen_ms + r.link_ms <= r.ms);
+  }
   CHECK(buckets.size() >= 2);
   for (const auto& [name, seen] : buckets) CHECK(seen.size() == 2);
 

@@ -45,6 +45,17 @@ struct KernelCompileRecord {
   std::string name;   ///< the primitive's name, e.g. "dense_7"
   std::string bucket; ///< the bucket it is specialized for (Bucket::to_string), "" if generic
   double ms = 0;      ///< wall-clock milliseconds from primitive source to callable code
+  /// Where `ms` went. LLVM's optimization passes over the kernel's IR:
+  double optimize_ms = 0;
+  /// LLVM's code generation: instruction selection to register allocation
+  /// and the object file (for a GPU kernel also its PTX):
+  double codegen_ms = 0;
+  /// Making the code callable: linking the object into the process (ORC),
+  /// for a GPU kernel also the driver loading its PTX:
+  double link_ms = 0;
+  /// The rest: lowering the primitive to the kernel IR, emitting LLVM IR,
+  /// the disk cache's store.
+  double lower_ms = 0;
 };
 
 /// Every kernel compiled since the last reset, in the order they finished.

@@ -92,6 +92,7 @@ std::string cpu_kernel_ir(const std::string& name, std::span<const te::Tensor> i
 Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tensor> inputs,
                                std::span<const te::Tensor> outputs, const Bucket& bucket) {
   const auto start = std::chrono::steady_clock::now();
+  stats::begin_kernel_compile();
   KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), unique_symbol_prefix(), bucket.dims.empty() ? "" : bucket.to_string(), start,
@@ -111,7 +112,9 @@ HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit, co
 }
 
 runtime::NativeCode link_host_code(const std::string& prefix, std::string_view object, std::uint32_t num_stages) {
+  const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const JitCode> code = jit_link(prefix, object, runtime::native_symbols(prefix, num_stages));
+  stats::add_compile_phase(stats::CompilePhase::link, stats::nanoseconds_since(start));
   const std::vector<void*>& at = code->addresses();
   return {at[0], std::vector<void*>(at.begin() + 1, at.end()), std::move(code)};
 }
@@ -156,6 +159,7 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
         return load_payload(payload, prefix, bucket);
       }))
     return kernel;
+  stats::begin_kernel_compile();  // not what loading a rejected entry took
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), prefix, bucket_text, start, store, key, identity);

@@ -21,9 +21,11 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 
+#include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
 namespace nimble::codegen {
@@ -152,9 +154,13 @@ class HostJit {
     if (llvm::verifyModule(*module, &os))
       throw_error(ErrorKind::runtime_error, "JIT: the kernel {} is invalid LLVM IR: {}", name, problems);
     dump(*module, name + ".in");
+    const auto optimizing = std::chrono::steady_clock::now();
     optimize(*module, machine);
+    stats::add_compile_phase(stats::CompilePhase::optimize, stats::nanoseconds_since(optimizing));
     dump(*module, name);
+    const auto generating = std::chrono::steady_clock::now();
     auto object = take(llvm::orc::SimpleCompiler(machine)(*module), "compiling " + name);
+    stats::add_compile_phase(stats::CompilePhase::codegen, stats::nanoseconds_since(generating));
     std::string bytes(object->getBufferStart(), object->getBufferSize());
     module.reset();
     context.reset();

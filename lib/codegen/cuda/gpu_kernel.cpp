@@ -185,6 +185,7 @@ std::string compile_to_ptx(llvm::Module& m, const CudaTarget& target) {
     throw_error(ErrorKind::runtime_error, "CUDA codegen: the kernel {} is invalid LLVM IR: {}",
                 m.getModuleIdentifier(), problems);
   {
+    const auto optimizing = std::chrono::steady_clock::now();
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -197,13 +198,16 @@ std::string compile_to_ptx(llvm::Module& m, const CudaTarget& target) {
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
     mpm.run(m, mam);
+    stats::add_compile_phase(stats::CompilePhase::optimize, stats::nanoseconds_since(optimizing));
   }
+  const auto generating = std::chrono::steady_clock::now();
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream out(ptx);
   llvm::legacy::PassManager pm;
   if (machine->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
     throw_error(ErrorKind::runtime_error, "CUDA codegen: the NVPTX backend cannot emit PTX for {}", sm);
   pm.run(m);
+  stats::add_compile_phase(stats::CompilePhase::codegen, stats::nanoseconds_since(generating));
   return std::string(ptx.str());
 }
 
@@ -385,6 +389,7 @@ Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, co
         return load_payload(payload, ptx_prefix, host_prefix, context);
       }))
     return kernel;
+  stats::begin_kernel_compile();  // not what loading a rejected entry took
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   StoredCudaKernel stored;
