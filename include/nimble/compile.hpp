@@ -62,24 +62,33 @@ struct CompileOptions {
   /// liveness over every control-flow path (one allocation per stretch
   /// instead of one per op). Off: every kernel output has its own allocation.
   bool plan_memory = true;
-  /// Where kernels run. place_devices gives every value a device and copies
-  /// values that cross (scalar control and shapes stay on the CPU). Only
-  /// the CPU has a code generator yet: another device raises
-  /// Error(not_supported) after placement (dump_ir shows what it placed).
+  /// Where kernels run: the CPU, or a GPU (Device::cuda(i): kernels
+  /// compiled for it on first use, through NVPTX and the CUDA driver).
+  /// place_devices gives every value a device and copies values that cross
+  /// (scalar control and shapes stay on the CPU; dump_ir shows what it
+  /// placed). An entry takes tensors on either device: those not on the
+  /// target are copied there.
   Device target = Device::cpu();
+  /// Where an entry function's result tensors are returned: the CPU (by
+  /// default: copied back from the target, in a tuple too), or `target`:
+  /// left where the kernels made them, for a host that keeps them there (the
+  /// next call's input) or moves them itself (Value::to); results that hold
+  /// target tensors in an ADT (a list, a tree) need this. Any other device:
+  /// Error(invalid_argument).
+  Device result_device = Device::cpu();
   /// Prints the IR after each pass to stderr.
   bool dump_ir = false;
   /// When set, compile fills it in (compiling a second time, unfused, to
   /// count the kernels fusion saved).
   CompileReport* report = nullptr;
-  // Later issues add: buckets.
 };
 
 /// Compiles a type-checked module (Builder::build, or ir::verify and
 /// ir::infer_types) to bytecode. The Executable runs on a
 /// vm::VirtualMachine; its kernels come from the process's KernelCache, to
-/// which this library adds its providers (today: the reference kernels).
-/// Throws Error(not_supported) for what the VM cannot run yet.
+/// which this library adds its providers (the JIT first, the reference
+/// kernels for what it cannot compile). Throws Error(not_supported) for
+/// what the VM cannot run yet.
 [[nodiscard]] vm::Executable compile(const ir::Module& module, const CompileOptions& options = {});
 
 }  // namespace nimble

@@ -29,10 +29,12 @@ namespace nimble::passes {
 /// crosses devices: kernels on `target`, the VM's scalar work, shape reads
 /// and data-dependent shapes on the CPU, values that meet without an op
 /// (parameters, results, fields) where their type says, an entry's tensors
-/// on the host (place_devices.cpp states the rules). For the CPU: the
-/// module unchanged. Error(not_supported) for an entry whose parameters or
-/// results would carry tensors between devices inside an ADT.
-[[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target);
+/// on the host (place_devices.cpp states the rules) — but an entry's results
+/// where `results` says: the CPU, or `target` to leave them where kernels
+/// made them. For the CPU: the module unchanged. Error(not_supported) for
+/// an entry whose results would carry tensors back to the host inside an
+/// ADT; Error(invalid_argument) for `results` neither the CPU nor `target`.
+[[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target, Device results = Device::cpu());
 
 /// A rank-0 integer or bool: a value the VM computes with itself (loop
 /// counters, conditions), which lives on the CPU.

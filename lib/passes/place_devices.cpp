@@ -22,7 +22,9 @@
 //     ADTs and closures are VM objects (their fields follow the same rule);
 //   - an entry function is called by the host with host tensors: its tensor
 //     parameters are on the CPU and its tensor results (in a tuple too) go
-//     back there. A parameter that holds tensors inside a tuple or an ADT
+//     back there — unless the results are asked on the target
+//     (CompileOptions::result_device): then they stay where they are, as a
+//     non-entry function's would (a list of them too). A parameter that holds tensors inside a tuple or an ADT
 //     (a model's weights as a list) is copied to the target whole at the
 //     entry, on each call (tensors the caller passes there already are not
 //     copied; its integer and bool scalars stay on the CPU). Results that would carry target tensors inside an ADT are not
@@ -94,7 +96,8 @@ std::string device_name(Device d) { return d.is_cpu() ? "cpu" : fmt::format("cud
 
 class Placer {
  public:
-  Placer(const ir::Module& module, Device target) : module_(module), target_(target) {}
+  Placer(const ir::Module& module, Device target, Device results)
+      : module_(module), target_(target), results_(results) {}
 
   Expr rewrite_function(const std::string& name, const Expr& e) {
     const auto* fn = e.as<ir::FunctionNode>();
@@ -116,7 +119,8 @@ class Placer {
         renamed_[v] = std::move(copy);
       }
     }
-    Expr body = entry ? block_to_host(fn->body, name) : block(fn->body, boundary(result_type(*fn)));
+    Expr body = entry && results_.is_cpu() ? block_to_host(fn->body, name)
+                                           : block(fn->body, boundary(result_type(*fn)));
     for (std::size_t i = entry_copies.size(); i-- > 0;)
       body = ir::let(entry_copies[i].first, entry_copies[i].second, std::move(body));
     return ir::function(fn->params, fn->ret_type, std::move(body), fn->loc, fn->primitive);
@@ -230,9 +234,11 @@ class Placer {
       return {ir::call(n->callee, std::move(args), n->attrs, n->loc), target_};
     }
     if (const auto* g = n->callee.as<ir::GlobalVarNode>(); g && module_.is_entry(g->name)) {
-      // The host's convention: tensors on the CPU, both ways.
+      // The host's convention: tensors on the CPU, and back where the
+      // results are asked.
       args_on([&](std::size_t i) { return n->args[i].type().as<ir::TensorTypeNode>() ? Device::cpu() : boundary(n->args[i].type()); });
-      return {ir::call(n->callee, std::move(args), n->attrs, n->loc), Device::cpu()};
+      return {ir::call(n->callee, std::move(args), n->attrs, n->loc),
+              results_.is_cpu() ? Device::cpu() : boundary(e.type())};
     }
     // Any other function, a closure or a constructor: values meet by type.
     Expr callee = place(n->callee).expr;
@@ -337,6 +343,7 @@ class Placer {
   std::vector<std::pair<Expr, Expr>> pending_;  // lets to emit before the current binding
   const ir::Module& module_;
   Device target_;
+  Device results_;  // where entries' results go: the CPU or the target
 };
 
 }  // namespace
@@ -358,10 +365,14 @@ Device device_of_op_call(const ir::CallNode& call, Device target) {
   return scalars ? Device::cpu() : target;
 }
 
-ir::Module place_devices(const ir::Module& module, Device target) {
+ir::Module place_devices(const ir::Module& module, Device target, Device results) {
+  if (results != Device::cpu() && results != target)
+    throw_error(ErrorKind::invalid_argument,
+                "place_devices: results go to the CPU or to the target ({}), got {}", to_string(target),
+                to_string(results));
   if (target.is_cpu()) return module;
   return map_functions(module, [&](const std::string& name, const Expr& fn) {
-    return Placer(module, target).rewrite_function(name, fn);
+    return Placer(module, target, results).rewrite_function(name, fn);
   });
 }
 

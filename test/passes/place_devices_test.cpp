@@ -207,3 +207,37 @@ def @pair(%x: f32[4]) {
 }
 )");
 }
+
+TEST_CASE("place_devices: an entry's results asked on the target stay there, a list of them too", "[passes]") {
+  const auto results_on_gpu = [](const ir::Module& m) {
+    return passes::place_devices(m, Device::cuda(0), Device::cuda(0));
+  };
+  // No copy back to the host: the tensor result and the list's fields are
+  // where the kernels made them; the integer scalar is on the CPU as ever.
+  check_golden(results_on_gpu, R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @main(%x: f32[2], %k: i64[]) -> (f32[2], List<f32[2]>, i64[]) {
+  let %exp = exp(%x);
+  let %j = add(%k, 1i64);
+  let %Cons = Cons(%exp, Nil);
+  let %Cons_1 = Cons(%x, %Cons);
+  (%exp, %Cons_1, %j)
+}
+)",
+               R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @main(%x: f32[2], %k: i64[]) -> (f32[2], List<f32[2]>, i64[]) {
+  let %x_cuda0 = device_copy(%x, src="cpu", dst="cuda:0");
+  let %exp = exp(%x_cuda0);
+  let %j = add(%k, 1i64);
+  let %Cons = Cons(%exp, Nil);
+  let %Cons_1 = Cons(%x_cuda0, %Cons);
+  (%exp, %Cons_1, %j)
+}
+)");
+  const ir::Module m = list_program(false);
+  CHECK_THROWS_WITH(passes::place_devices(m, Device::cuda(0), Device::cuda(1)),
+                    "place_devices: results go to the CPU or to the target (cuda:0), got cuda:1");
+}

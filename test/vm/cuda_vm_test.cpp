@@ -196,6 +196,51 @@ entry def @h(%p: (f32[4], i64[])) -> f32[4] {
   }
 }
 
+TEST_CASE("cuda: results asked on the GPU stay there, a list of them too", "[cuda]") {
+  FakeGpu gpu;
+  const ir::Module m = typed(R"(
+type List<T> { Nil, Cons(T, List<T>) }
+
+entry def @f(%x: f32[3], %k: i64[]) -> (f32[3], List<f32[3]>, i64[]) {
+  let %e = exp(%x);
+  let %t = tanh(%e);
+  let %j = add(%k, 1i64);
+  let %l = Cons(%e, Cons(%t, Nil));
+  (%t, %l, %j)
+}
+)");
+  const std::vector<Value> args{Tensor::from_data<float>({3}, {-1, 0, 2}), Tensor::scalar<std::int64_t>(4)};
+  const Value expected = evaluate(m, "f", args);
+  // By default results come back to the host, which a list of GPU tensors
+  // cannot do yet.
+  CHECK_THROWS_WITH(compile(m, {.target = kGpu}),
+                    Catch::Contains("not supported") && Catch::Contains("would hold tensors on cuda:0"));
+  vm::VirtualMachine machine(compile(m, {.target = kGpu, .result_device = kGpu}));
+  (void)machine.invoke("f", args);  // kernels compiled
+  machine.set_profiling(true);
+  const int to_host = gpu.fake.calls("cuMemcpyDtoHAsync_v2");
+  const Value out = machine.invoke("f", args);
+  // Nothing came back to the host but the kernels' status words (one read
+  // per kernel call), and no DeviceCopy ran but x's to the GPU.
+  CHECK(gpu.fake.calls("cuMemcpyDtoHAsync_v2") - to_host <=
+        static_cast<int>(executed(machine.profile(), "InvokePacked")));
+  CHECK(executed(machine.profile(), "DeviceCopy") == 1);
+  CHECK(out[0].tensor().device() == kGpu);
+  CHECK(out[1][0].tensor().device() == kGpu);
+  CHECK(out[1][1][0].tensor().device() == kGpu);
+  CHECK(out[2].tensor().device() == Device::cpu());  // the VM's scalar
+  CHECK(close_value(out.to(Device::cpu()), expected, kTolerance));
+  // The results held the GPU's memory; gone with them.
+  const std::size_t live = gpu.allocator.stats().live_bytes;
+  { const Value dropped = machine.invoke("f", args); CHECK(gpu.allocator.stats().live_bytes > live); }
+  CHECK(gpu.allocator.stats().live_bytes == live);
+  // Only the CPU or the target.
+  CHECK_THROWS_WITH(compile(m, {.target = kGpu, .result_device = Device::cuda(1)}),
+                    "compile: result_device must be the CPU or the target (cuda:0), got cuda:1");
+  CHECK_THROWS_WITH(compile(m, {.result_device = kGpu}),
+                    "compile: result_device must be the CPU or the target (cpu), got cuda:0");
+}
+
 TEST_CASE("cuda: a saved executable keeps its kernels' devices", "[cuda]") {
   FakeGpu gpu;
   const ir::Module m = typed(kPlacementProgram);

@@ -173,8 +173,12 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
   //     one device and copies go only between kernels, never inside one;
   //     before the bytecode compiler, which allocates each value where it
   //     was placed.
+  if (options.result_device != Device::cpu() && options.result_device != options.target)
+    throw_error(ErrorKind::invalid_argument,
+                "compile: result_device must be the CPU or the target ({}), got {}", to_string(options.target),
+                to_string(options.result_device));
   if (!options.target.is_cpu()) {
-    optimized = passes::place_devices(optimized, options.target);
+    optimized = passes::place_devices(optimized, options.target, options.result_device);
     after("place_devices", optimized);
     // No device is needed to compile: kernels are made for it on first use
     // (the JIT: GPU kernels for a GPU's memory, host kernels for memory the
