@@ -502,6 +502,14 @@ TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "
   check_on_gpu(tree_lstm_case(16));
   check_on_gpu(bert_case(12, 37));
   {
+    // Results left on the GPU, read back by the host.
+    const ModelCase c = lstm_case(37);
+    vm::VirtualMachine machine(compile(c.module, {.target = kGpu, .result_device = kGpu}));
+    const Value out = machine.invoke(c.entry, c.args);
+    CHECK_FALSE(all_on_host(out));
+    CHECK(close_value(out.to(Device::cpu()), evaluate(c.module, c.entry, c.args), kTolerance));
+  }
+  {
     // Exported (PTX for sm_80 and sm_90), loaded and run by the runtime.
     const TempDir dir;
     std::filesystem::create_directories(dir.str());
