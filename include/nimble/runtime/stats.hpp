@@ -11,8 +11,9 @@
 namespace nimble {
 
 /// What the engine did since the last reset_engine_stats() (or process start),
-/// summed over all threads. Counters of parts that do not exist yet (the VM,
-/// the JIT) stay 0 until those parts count.
+/// summed over all threads. Kernels loaded from an export (the `aot`
+/// provider) or served by the reference provider are not compiled: they
+/// count as launches and cache lookups only.
 struct EngineStats {
   std::uint64_t kernels_compiled = 0;    ///< kernels JIT-compiled: generic and specialized
   std::uint64_t specialized_compiled = 0;  ///< of those, specialized for a bucket
