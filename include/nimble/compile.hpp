@@ -66,14 +66,16 @@ struct CompileOptions {
   /// compiled for it on first use, through NVPTX and the CUDA driver).
   /// place_devices gives every value a device and copies values that cross
   /// (scalar control and shapes stay on the CPU; dump_ir shows what it
-  /// placed). An entry takes tensors on either device: those not on the
-  /// target are copied there.
+  /// placed). An entry's tensor parameters come from the host; a kernel
+  /// input the host passes already on the target is not copied again.
   Device target = Device::cpu();
   /// Where an entry function's result tensors are returned: the CPU (by
   /// default: copied back from the target, in a tuple too), or `target`:
-  /// left where the kernels made them, for a host that keeps them there (the
-  /// next call's input) or moves them itself (Value::to); results that hold
-  /// target tensors in an ADT (a list, a tree) need this. Any other device:
+  /// placed as any function's results are, by type — tensors on the target
+  /// (no copy back; one made on the CPU is copied there), rank-0 integer and
+  /// bool scalars on the CPU —, for a host that feeds them to the next call
+  /// or moves them itself (Value::to). Results that hold target tensors in
+  /// an ADT (a list, a tree) need this. Any other device:
   /// Error(invalid_argument).
   Device result_device = Device::cpu();
   /// Prints the IR after each pass to stderr.

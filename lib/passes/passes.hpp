@@ -30,8 +30,8 @@ namespace nimble::passes {
 /// and data-dependent shapes on the CPU, values that meet without an op
 /// (parameters, results, fields) where their type says, an entry's tensors
 /// on the host (place_devices.cpp states the rules) — but an entry's results
-/// where `results` says: the CPU, or `target` to leave them where kernels
-/// made them. For the CPU: the module unchanged. Error(not_supported) for
+/// where `results` says: the CPU, or `target` to place them by type as any
+/// function's. For the CPU: the module unchanged. Error(not_supported) for
 /// an entry whose results would carry tensors back to the host inside an
 /// ADT; Error(invalid_argument) for `results` neither the CPU nor `target`.
 [[nodiscard]] ir::Module place_devices(const ir::Module& module, Device target, Device results = Device::cpu());

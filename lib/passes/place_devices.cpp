@@ -23,12 +23,12 @@
 //   - an entry function is called by the host with host tensors: its tensor
 //     parameters are on the CPU and its tensor results (in a tuple too) go
 //     back there — unless the results are asked on the target
-//     (CompileOptions::result_device): then they stay where they are, as a
-//     non-entry function's would (a list of them too). A parameter that holds tensors inside a tuple or an ADT
+//     (CompileOptions::result_device): then they are where their type says,
+//     as a non-entry function's are (a list of them too). A parameter that holds tensors inside a tuple or an ADT
 //     (a model's weights as a list) is copied to the target whole at the
 //     entry, on each call (tensors the caller passes there already are not
-//     copied; its integer and bool scalars stay on the CPU). Results that would carry target tensors inside an ADT are not
-//     supported yet off the CPU (an ADT of integer scalars, such as a tree
+//     copied; its integer and bool scalars stay on the CPU). Results on the host that would carry target tensors inside an ADT are
+//     not supported yet (an ADT of integer scalars, such as a tree
 //     of token indices, is fine: those live on the CPU anyway).
 // A copy is inserted only where the device a value is on differs from the
 // one its use needs; a variable copied once is reused by later uses in its
@@ -237,8 +237,15 @@ class Placer {
       // The host's convention: tensors on the CPU, and back where the
       // results are asked.
       args_on([&](std::size_t i) { return n->args[i].type().as<ir::TensorTypeNode>() ? Device::cpu() : boundary(n->args[i].type()); });
-      return {ir::call(n->callee, std::move(args), n->attrs, n->loc),
-              results_.is_cpu() ? Device::cpu() : boundary(e.type())};
+      Expr call = ir::call(n->callee, std::move(args), n->attrs, n->loc);
+      if (!results_.is_cpu()) return {std::move(call), boundary(e.type())};
+      std::set<std::string> seen;
+      if (e.type().as<ir::TensorTypeNode>() || !holds_target_tensors(e.type(), module_, {}, seen))
+        return {std::move(call), Device::cpu()};
+      // Host tensors in a tuple: the whole value to the target, where its
+      // readers take its fields by type (as an entry's parameter).
+      ir::Attrs attrs{{"src", to_string(Device::cpu())}, {"dst", to_string(target_)}};
+      return {ir::call(ir::op_ref(ops::device_copy()), {std::move(call)}, std::move(attrs), n->loc), Device::cpu()};
     }
     // Any other function, a closure or a constructor: values meet by type.
     Expr callee = place(n->callee).expr;

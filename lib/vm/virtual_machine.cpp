@@ -648,7 +648,15 @@ using Seen = std::unordered_set<const void*>;
 // closures, with work lists: a list of a million cells is walked without
 // deep recursion.
 template <class F>
-void for_each_tensor(std::vector<const Reg*> regs, std::vector<const Value*> values, F&& f, Seen& seen) {
+void for_each_tensor(const Reg* reg, const Value* value, F&& f, Seen& seen) {
+  // The thread's work lists, kept between calls: memory tracing walks every
+  // register after every instruction.
+  thread_local std::vector<const Reg*> regs;
+  thread_local std::vector<const Value*> values;
+  regs.clear();
+  values.clear();
+  if (reg != nullptr) regs.push_back(reg);
+  if (value != nullptr) values.push_back(value);
   while (!regs.empty() || !values.empty()) {
     if (!regs.empty()) {
       const Reg& r = *regs.back();
@@ -680,12 +688,12 @@ void for_each_tensor(std::vector<const Reg*> regs, std::vector<const Value*> val
 
 template <class F>
 void for_each_tensor(const Reg& reg, F&& f, Seen& seen) {
-  for_each_tensor({&reg}, {}, f, seen);
+  for_each_tensor(&reg, nullptr, f, seen);
 }
 
 template <class F>
 void for_each_tensor(const Value& v, F&& f, Seen& seen) {
-  for_each_tensor({}, {&v}, f, seen);
+  for_each_tensor(nullptr, &v, f, seen);
 }
 
 }  // namespace

@@ -241,3 +241,33 @@ entry def @main(%x: f32[2], %k: i64[]) -> (f32[2], List<f32[2]>, i64[]) {
   CHECK_THROWS_WITH(passes::place_devices(m, Device::cuda(0), Device::cuda(1)),
                     "place_devices: results go to the CPU or to the target (cuda:0), got cuda:1");
 }
+
+TEST_CASE("place_devices: a tuple an entry returns to another function goes to the target whole", "[passes]") {
+  // @g, an entry, hands its caller host tensors; @main reads the tuple's
+  // tensor field in a kernel, where fields are by type: on the target.
+  const ir::Module m = [] {
+    ir::Module parsed = ir::parse(R"(
+entry def @main(%x: f32[2]) -> f32[2] {
+  let %p = @g(%x);
+  let %a = %p.0;
+  let %e = exp(%a);
+  %e
+}
+
+entry def @g(%x: f32[2]) -> (f32[2], i64[]) {
+  let %t = tanh(%x);
+  (%t, 3i64)
+}
+)");
+    ir::infer_types(parsed);
+    return parsed;
+  }();
+  const std::string placed = ir::print(passes::place_devices(m, Device::cuda(0)));
+  INFO(placed);
+  CHECK_THAT(placed, Catch::Contains("let %p = device_copy(@g(%x), src=\"cpu\", dst=\"cuda:0\");"));
+  // Asked on the target, @g's results are there already: no copy.
+  const std::string kept = ir::print(passes::place_devices(m, Device::cuda(0), Device::cuda(0)));
+  INFO(kept);
+  CHECK_THAT(kept, Catch::Contains("let %p = @g(%x_cuda0);") || Catch::Contains("let %p = @g(%x);"));
+  CHECK_THAT(kept, !Catch::Contains("device_copy(@g"));
+}

@@ -54,8 +54,9 @@ struct KernelCompileRecord {
   /// Making the code callable: linking the object into the process (ORC),
   /// for a GPU kernel also the driver loading its PTX:
   double link_ms = 0;
-  /// The rest: lowering the primitive to the kernel IR, emitting LLVM IR,
-  /// the disk cache's store.
+  /// The rest: lowering the primitive to the kernel IR, emitting and
+  /// verifying LLVM IR, the disk cache's lookup (a rejected entry's load
+  /// included) and store, a thread's first target machine.
   double lower_ms = 0;
 };
 

@@ -159,7 +159,7 @@ Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, con
         return load_payload(payload, prefix, bucket);
       }))
     return kernel;
-  stats::begin_kernel_compile();  // not what loading a rejected entry took
+  stats::begin_kernel_compile();  // a rejected entry's link is no phase of this compile
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), prefix, bucket_text, start, store, key, identity);

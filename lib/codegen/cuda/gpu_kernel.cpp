@@ -389,7 +389,7 @@ Ref<Kernel> cuda_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, co
         return load_payload(payload, ptx_prefix, host_prefix, context);
       }))
     return kernel;
-  stats::begin_kernel_compile();  // not what loading a rejected entry took
+  stats::begin_kernel_compile();  // a rejected entry's link is no phase of this compile
   KernelIR ir = lower_to_kernel_ir(prim.name, rule.inputs, rule.outputs);
   if (!bucket.dims.empty()) specialize(ir, bucket);
   StoredCudaKernel stored;
