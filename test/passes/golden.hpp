@@ -57,6 +57,22 @@ entry def @f(%x: f32[n, 4], %k: i64[], %flag: bool[]) -> (f32[n, 4], f32[?], f32
 }
 )";
 
+/// An entry (@main) that calls another entry (@g) returning a tuple, whose
+/// tensor field a kernel reads.
+inline constexpr const char* kEntryCallsEntry = R"(
+entry def @main(%x: f32[2]) -> f32[2] {
+  let %p = @g(%x);
+  let %a = %p.0;
+  let %e = exp(%a);
+  %e
+}
+
+entry def @g(%x: f32[2]) -> (f32[2], i64[]) {
+  let %t = tanh(%x);
+  (%t, 3i64)
+}
+)";
+
 /// A program for device placement: kernels, a condition a kernel computes,
 /// scalar work, a call, a shape read, a tuple result.
 inline constexpr const char* kPlacementProgram = R"(

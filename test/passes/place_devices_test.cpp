@@ -246,19 +246,7 @@ TEST_CASE("place_devices: a tuple an entry returns to another function goes to t
   // @g, an entry, hands its caller host tensors; @main reads the tuple's
   // tensor field in a kernel, where fields are by type: on the target.
   const ir::Module m = [] {
-    ir::Module parsed = ir::parse(R"(
-entry def @main(%x: f32[2]) -> f32[2] {
-  let %p = @g(%x);
-  let %a = %p.0;
-  let %e = exp(%a);
-  %e
-}
-
-entry def @g(%x: f32[2]) -> (f32[2], i64[]) {
-  let %t = tanh(%x);
-  (%t, 3i64)
-}
-)");
+    ir::Module parsed = ir::parse(nimble::testing::kEntryCallsEntry);
     ir::infer_types(parsed);
     return parsed;
   }();

@@ -243,19 +243,7 @@ entry def @f(%x: f32[3], %k: i64[]) -> (f32[3], List<f32[3]>, i64[]) {
 
 TEST_CASE("cuda: a tuple an entry returns to another function reaches its kernels on the GPU", "[cuda]") {
   FakeGpu gpu;
-  const ir::Module m = typed(R"(
-entry def @main(%x: f32[2]) -> f32[2] {
-  let %p = @g(%x);
-  let %a = %p.0;
-  let %e = exp(%a);
-  %e
-}
-
-entry def @g(%x: f32[2]) -> (f32[2], i64[]) {
-  let %t = tanh(%x);
-  (%t, 3i64)
-}
-)");
+  const ir::Module m = typed(kEntryCallsEntry);
   const std::vector<Value> args{Tensor::from_data<float>({2}, {0.5f, -1.0f})};
   for (const Device results : {Device::cpu(), kGpu}) {
     INFO("results on " << to_string(results));
