@@ -6,9 +6,10 @@
 // kernel_compile_log(). Counters over all its records: kernels, ms_median,
 // ms_p90, ms_max and ms_total (milliseconds per kernel, from primitive source
 // to callable code), and pct_lower, pct_optimize, pct_codegen, pct_link: the
-// share of ms_total in each phase (KernelCompileRecord). The row's time is the whole iteration (compiling and the
-// three runs); the counters are what it measures. On the reference kernels
-// (no JIT registered) nothing is compiled: kernels = 0 and the ms counters 0.
+// share of ms_total in each phase (KernelCompileRecord). The row's time is
+// the whole iteration (compiling and the three runs); the counters are what
+// it measures. On the reference kernels (no JIT registered) nothing is
+// compiled: kernels = 0 and the ms counters 0.
 // Synchronous specialization and no disk cache, so that every kernel is
 // compiled inside the iteration.
 //
