@@ -10,6 +10,7 @@
 // the whole iteration (compiling and the three runs); the counters are what
 // it measures. On the reference kernels (no JIT registered) nothing is
 // compiled: kernels = 0 and the ms counters 0.
+// NIMBLE_JIT_BENCH_RECORDS=1 lists each kernel's record (name, bucket, phases) on stderr.
 // Synchronous specialization and no disk cache, so that every kernel is
 // compiled inside the iteration.
 //
@@ -40,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -264,7 +266,14 @@ void jit_compile(benchmark::State& state) {
     std::vector<double> ms;
     double total = 0;
     std::array<double, 4> phases{};  // lower, optimize, codegen, link
+    // NIMBLE_JIT_BENCH_RECORDS=1 lists every kernel's record on stderr.
+    const char* const list = std::getenv("NIMBLE_JIT_BENCH_RECORDS");
+    const bool listing = list != nullptr && *list != '\0' && *list != '0';
     for (const KernelCompileRecord& r : kernel_compile_log()) {
+      if (listing)
+        std::fprintf(stderr, "%-28s %-34s %7.2f ms  lower %5.2f  optimize %5.2f  codegen %6.2f  link %4.2f\n",
+                     r.name.c_str(), r.bucket.empty() ? "generic" : r.bucket.c_str(), r.ms, r.lower_ms,
+                     r.optimize_ms, r.codegen_ms, r.link_ms);
       ms.push_back(r.ms);
       total += r.ms;
       phases[0] += r.lower_ms;

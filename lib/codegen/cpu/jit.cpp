@@ -5,13 +5,16 @@
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/MC/MCContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/TargetSelect.h>
@@ -74,7 +77,8 @@ class HostJit {
   }
 
   std::string compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
-    return compile_with(thread_machine(), cpu_, features_, std::move(context), std::move(module));
+    ThreadCodegen& codegen = thread_codegen();
+    return compile_with(*codegen.machine, cpu_, features_, std::move(context), std::move(module), &codegen);
   }
 
   std::string compile_pic(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
@@ -84,7 +88,7 @@ class HostJit {
     builder.getFeatures() = llvm::SubtargetFeatures(target.features);
     builder.setRelocationModel(llvm::Reloc::PIC_);
     const auto machine = take(builder.createTargetMachine(), "creating a target machine for " + target.cpu);
-    return compile_with(*machine, target.cpu, target.features, std::move(context), std::move(module));
+    return compile_with(*machine, target.cpu, target.features, std::move(context), std::move(module), nullptr);
   }
 
   ObjectTarget object_target() const { return {cpu_, features_}; }
@@ -140,8 +144,41 @@ class HostJit {
     std::vector<void*> addresses_;
   };
 
+  // The calling thread's TargetMachine and code generation pipeline, made on
+  // its first compilation. A TargetMachine is not thread-safe, and making one
+  // (with its subtarget: parsing the host's feature string) costs ~2 ms, a
+  // fifth of a small kernel's compilation. Building the code generation
+  // pipeline (TargetPassConfig's ~150 passes, scheduled by the legacy pass
+  // manager) costs ~0.5 ms more: a quarter of a tiny kernel's code
+  // generation. The pipeline runs module after module, as `llc -run-twice`
+  // does (its passes finalize their state per module; the objects are the
+  // ones a fresh pipeline makes, byte for byte: checked on every W1-W3
+  // kernel), writing into one buffer cleared per kernel.
+  struct ThreadCodegen {
+    std::unique_ptr<llvm::TargetMachine> machine;
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream stream{object};
+    llvm::legacy::PassManager passes;
+  };
+
+  ThreadCodegen& thread_codegen() {
+    thread_local std::unique_ptr<ThreadCodegen> codegen;
+    if (!codegen) {
+      auto made = std::make_unique<ThreadCodegen>();
+      made->machine = take(machine_builder_.createTargetMachine(), "creating the target machine");
+      llvm::MCContext* mc = nullptr;
+      if (made->machine->addPassesToEmitMC(made->passes, mc, made->stream))
+        throw_error(ErrorKind::runtime_error, "JIT: the target cannot emit object code");
+      codegen = std::move(made);
+    }
+    return *codegen;
+  }
+
+  // Optimizes and compiles `module` for `machine` into an object file, with
+  // `codegen`'s pipeline (for `machine`) or a new one.
   std::string compile_with(llvm::TargetMachine& machine, const std::string& cpu, const std::string& features,
-                           std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module) {
+                           std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                           ThreadCodegen* codegen) {
     const std::string name = module->getModuleIdentifier();
     module->setDataLayout(machine.createDataLayout());
     module->setTargetTriple(machine.getTargetTriple().str());
@@ -159,23 +196,19 @@ class HostJit {
     stats::add_compile_phase(stats::CompilePhase::optimize, stats::nanoseconds_since(optimizing));
     dump(*module, name);
     const auto generating = std::chrono::steady_clock::now();
-    auto object = take(llvm::orc::SimpleCompiler(machine)(*module), "compiling " + name);
+    std::string bytes;
+    if (codegen != nullptr) {
+      codegen->object.clear();
+      codegen->passes.run(*module);
+      bytes.assign(codegen->object.data(), codegen->object.size());
+    } else {
+      auto object = take(llvm::orc::SimpleCompiler(machine)(*module), "compiling " + name);
+      bytes.assign(object->getBufferStart(), object->getBufferSize());
+    }
     stats::add_compile_phase(stats::CompilePhase::codegen, stats::nanoseconds_since(generating));
-    std::string bytes(object->getBufferStart(), object->getBufferSize());
     module.reset();
     context.reset();
     return bytes;
-  }
-
-  // The calling thread's TargetMachine, made on its first compilation. A
-  // TargetMachine is not thread-safe, and making one (with its subtarget:
-  // parsing the host's feature string) costs ~2 ms, a fifth of a small
-  // kernel's compilation: each thread keeps its own for optimizing and for
-  // code generation.
-  llvm::TargetMachine& thread_machine() {
-    thread_local std::unique_ptr<llvm::TargetMachine> machine;
-    if (!machine) machine = take(machine_builder_.createTargetMachine(), "creating the target machine");
-    return *machine;
   }
 
   // Kernels are single functions of a few loops: the default O2 pipeline's
