@@ -42,6 +42,13 @@ int main(int argc, char** argv) {
 
   int failures = 0;
   try {
+    // Each call on the exported kernel of its bucket, as export_models ran
+    // it: in the background, a new bucket's kernel may be ready for the
+    // first call or not, and the generic kernel (which rounds sums in
+    // another order) computes it otherwise.
+    KernelCacheOptions cache = KernelCache::global().options();
+    cache.background = false;
+    KernelCache::global().configure(cache);
     for (const deploy::Workload& w : deploy::workloads()) {
       const std::string path = dir + "/" + w.name + ".nimble";
       ArtifactInfo info;

@@ -2,6 +2,7 @@
 // exactly what the JIT-run one does (the same kernels), through the "aot"
 // provider alone; corrupt, truncated, foreign and mismatched artifacts are
 // refused with a clear Error; one artifact serves VMs on several threads.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -142,7 +143,15 @@ std::string exported_concat(const ScratchDir& dir, const ExportOptions& options 
 
 TEST_CASE("The runtime names this CPU's features as LLVM does", "[aot]") {
   std::vector<std::string> llvm = host_target().features;  // enabled ones, sorted
-  CHECK(runtime::host_cpu_features() == llvm);
+  std::vector<std::string> ours = runtime::host_cpu_features();
+  // LLVM 19 reads cpuid leaf 0x24 without setting ECX (the subleaf), so on a
+  // CPU with AVX10.1/512 it sees the feature only when ECX happens to be 0
+  // (a KVM guest answers other subleaves with zeros); the runtime reads
+  // subleaf 0, where the bit is. More than LLVM saw is harmless here: a
+  // variant needs only what its compiler enabled.
+  if (std::find(llvm.begin(), llvm.end(), "avx10.1-512") == llvm.end())
+    std::erase(ours, "avx10.1-512");
+  CHECK(ours == llvm);
   CHECK(runtime::host_has_cpu_feature("sse2"));
   CHECK_FALSE(runtime::host_has_cpu_feature("no-such-feature"));
 }

@@ -64,7 +64,7 @@ Ref<Kernel> load_payload(std::string_view payload, const std::string& prefix, co
 
 // The host CPU's kernel.
 EmittedKernel emit_for_host(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix) {
-  static const CpuEmitOptions host{.vector_bits = vector_bits(jit_object_target())};
+  static const CpuEmitOptions host = CpuEmitOptions::for_vector_bits(vector_bits(jit_object_target()));
   return emit_cpu_kernel(ir, context, prefix, host);
 }
 
@@ -97,6 +97,15 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
   if (!bucket.dims.empty()) specialize(ir, bucket);
   return compile(std::move(ir), unique_symbol_prefix(), bucket.dims.empty() ? "" : bucket.to_string(), start,
                  nullptr, 0, {});
+}
+
+Ref<Kernel> compile_cpu_kernel_with(const std::string& name, std::span<const te::Tensor> inputs,
+                                    std::span<const te::Tensor> outputs, const CpuEmitOptions& options) {
+  const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
+  HostCode host = compile_host_code(ir, [&](const KernelIR& k, llvm::LLVMContext& context, const std::string& prefix) {
+    return emit_cpu_kernel(k, context, prefix, options);
+  });
+  return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
 }
 
 HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit, const std::string& prefix,

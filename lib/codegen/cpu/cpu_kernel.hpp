@@ -34,6 +34,13 @@ struct KernelIR;
                                              std::span<const te::Tensor> outputs,
                                              const Bucket& bucket = {});
 
+/// As compile_cpu_kernel (generic, not counted in the engine stats), emitted
+/// with `options` instead of the host's: for tests of schedules this CPU
+/// would not choose (vector loops below AVX-512, every flat stage as one).
+[[nodiscard]] Ref<Kernel> compile_cpu_kernel_with(const std::string& name, std::span<const te::Tensor> inputs,
+                                                  std::span<const te::Tensor> outputs,
+                                                  const CpuEmitOptions& options);
+
 /// What compile_host_code emits a kernel with: a module in `context`
 /// defining the prologue and the stages kernel_emitter.hpp describes (those
 /// EmittedKernel::stages lists), their symbols prefixed with `prefix`.

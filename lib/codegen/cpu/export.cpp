@@ -353,7 +353,7 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
     codegen::EmittedKernel emitted =
         jobs[j].gpu ? codegen::emit_gpu_prologue(jobs[j].ir, *context, jobs[j].prefix)
                     : codegen::emit_cpu_kernel(jobs[j].ir, *context, jobs[j].prefix,
-                                               {.vector_bits = targets[t].vector_bits});
+                                               codegen::CpuEmitOptions::for_vector_bits(targets[t].vector_bits));
     if (t == 0) errors[j] = std::move(emitted.errors);
     const std::string object =
         codegen::compile_to_pic_object(std::move(context), std::move(emitted.module), targets[t].object);

@@ -220,18 +220,80 @@ class FunctionEmitter {
     op_ = nullptr;
   }
 
+  // A flat element-wise stage (vector_loop_stage) as one loop of whole
+  // vectors of `lanes` elements over [begin, end), whose last partial vector
+  // runs the same body once more with only its lanes below the end in the
+  // mask (masked loads read nothing past a buffer, masked stores write
+  // nothing past it): one copy of the body, no scalar remainder.
+  //
+  //   first:  mask = lanes below min(end - begin, lanes)
+  //   body:   iv, mask = phi; out[iv..] = value(in[iv..]) under mask
+  //   latch:  next = iv + lanes; rest = end - next
+  //           rest >= lanes: body with all lanes; rest > 0: body with the
+  //           lanes below rest; else done
+  void vector_loop(const Stmt& loop, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
+    const Stmt& store = *loop.body;
+    llvm::Value* step = b_.getInt64(lanes);
+    llvm::Type* mask_type = llvm::FixedVectorType::get(b_.getInt1Ty(), lanes);
+    llvm::Value* all = llvm::Constant::getAllOnesValue(mask_type);
+    llvm::BasicBlock* first = llvm::BasicBlock::Create(c_, "vector.first", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(c_, "vector.body", fn_);
+    llvm::BasicBlock* more = llvm::BasicBlock::Create(c_, "vector.more", fn_);
+    llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "vector.tail", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "vector.exit", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), first, exit);
+    b_.SetInsertPoint(first);
+    llvm::Value* first_mask = lanes_below(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(end, begin), step), lanes);
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 3);
+    llvm::PHINode* mask = b_.CreatePHI(mask_type, 3);
+    iv->addIncoming(begin, first);
+    mask->addIncoming(first_mask, first);
+    vector_lanes_ = lanes;
+    vector_iv_ = iv;
+    vector_mask_ = mask;
+    llvm::Value* value = expr(store.value);
+    const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(store.buffer)].tensor.dtype();
+    llvm::Value* memory = to_memory(value, dtype);
+    annotate(b_.CreateMaskedStore(memory, element_ptr(store.buffer, iv), element_align(dtype), mask), store.buffer);
+    vector_lanes_ = 0;
+    vector_iv_ = vector_mask_ = nullptr;
+    llvm::Value* next = b_.CreateAdd(iv, step, "", true, true);
+    llvm::Value* rest = b_.CreateSub(end, next);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSGE(rest, step), body, more);
+    // Nothing for LLVM's vectorizer to do here.
+    llvm::MDNode* done = llvm::MDNode::get(
+        c_, {llvm::MDString::get(c_, "llvm.loop.isvectorized"), llvm::ConstantAsMetadata::get(b_.getInt32(1))});
+    llvm::MDNode* id = llvm::MDNode::getDistinct(c_, {nullptr, done});
+    id->replaceOperandWith(0, id);
+    back->setMetadata(llvm::LLVMContext::MD_loop, id);
+    iv->addIncoming(next, latch);
+    mask->addIncoming(all, latch);
+    b_.SetInsertPoint(more);
+    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, exit);
+    b_.SetInsertPoint(tail);
+    llvm::Value* tail_mask = lanes_below(rest, lanes);
+    b_.CreateBr(body);
+    iv->addIncoming(next, tail);
+    mask->addIncoming(tail_mask, tail);
+    b_.SetInsertPoint(exit);
+  }
+
   llvm::Value* expr(const Expr& e) {
     switch (e.kind()) {
       case ExprKind::int_imm: {
-        llvm::Type* t = compute_type(c_, e.dtype());
+        llvm::Type* t = value_type(compute_type(c_, e.dtype()));
         return llvm::ConstantInt::get(t, static_cast<std::uint64_t>(e.as<te::IntImmNode>()->value), true);
       }
       case ExprKind::float_imm:
-        return llvm::ConstantFP::get(compute_type(c_, e.dtype()), e.as<te::FloatImmNode>()->value);
+        return llvm::ConstantFP::get(value_type(compute_type(c_, e.dtype())), e.as<te::FloatImmNode>()->value);
       case ExprKind::var: {
         const auto it = vars_.find(e.as<te::VarNode>());
         NIMBLE_ASSERT(it != vars_.end(), "kernel emitter: a Var with no value");
-        return it->second;
+        // In a vector loop a Var (a dim) is the same in every lane.
+        return vector_lanes_ != 0 ? b_.CreateVectorSplat(vector_lanes_, it->second) : it->second;
       }
       case ExprKind::unary:
         return unary(*e.as<te::UnaryNode>());
@@ -258,6 +320,16 @@ class FunctionEmitter {
     return b_.CreateIntrinsic(id, {(*args.begin())->getType()}, args);
   }
 
+  // The type a value of scalar type `t` has here: a vector of t in a vector loop.
+  llvm::Type* value_type(llvm::Type* t) const {
+    return vector_lanes_ != 0 ? llvm::FixedVectorType::get(t, vector_lanes_) : t;
+  }
+
+  // The alignment of one element of `dtype` in memory.
+  llvm::Align element_align(DType dtype) {
+    return llvm::Align(std::max<std::uint64_t>(1, memory_type(c_, dtype)->getPrimitiveSizeInBits() / 8));
+  }
+
   void annotate(llvm::Instruction* access, int buffer) {
     access->setMetadata(llvm::LLVMContext::MD_alias_scope, s_.scope[static_cast<std::size_t>(buffer)]);
     access->setMetadata(llvm::LLVMContext::MD_noalias, s_.noalias[static_cast<std::size_t>(buffer)]);
@@ -277,31 +349,34 @@ class FunctionEmitter {
 
   llvm::Value* to_memory(llvm::Value* v, DType dtype) {
     switch (dtype) {
-      case DType::f16: return b_.CreateFPTrunc(v, llvm::Type::getHalfTy(c_));
+      case DType::f16: return b_.CreateFPTrunc(v, value_type(llvm::Type::getHalfTy(c_)));
       case DType::bf16: return to_bf16_bits(v);
-      case DType::boolean: return b_.CreateZExt(v, b_.getInt8Ty());
+      case DType::boolean: return b_.CreateZExt(v, value_type(b_.getInt8Ty()));
       default: return v;
     }
   }
 
   llvm::Value* from_memory(llvm::Value* v, DType dtype) {
     switch (dtype) {
-      case DType::f16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::f16: return b_.CreateFPExt(v, value_type(b_.getFloatTy()));
       case DType::bf16:
-        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
-      case DType::boolean: return b_.CreateICmpNE(v, b_.getInt8(0));
+        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, value_type(b_.getInt32Ty())), 16),
+                                value_type(b_.getFloatTy()));
+      case DType::boolean: return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
       default: return v;
     }
   }
 
   // f32 → bf16 bits, rounding to nearest even; NaN stays a (quiet) NaN.
   llvm::Value* to_bf16_bits(llvm::Value* f) {
-    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Type* i32 = value_type(b_.getInt32Ty());
+    llvm::Value* bits = b_.CreateBitCast(f, i32);
     llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
-    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
-    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, 16), b_.getInt32(0x40));
+    llvm::Value* rounded =
+        b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, llvm::ConstantInt::get(i32, 0x7fff))), 16);
+    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, 16), llvm::ConstantInt::get(i32, 0x40));
     llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded);
-    return b_.CreateTrunc(r, b_.getInt16Ty());
+    return b_.CreateTrunc(r, value_type(b_.getInt16Ty()));
   }
 
   // A float computed for f16/bf16 rounded to the dtype (and back to f32).
@@ -313,6 +388,15 @@ class FunctionEmitter {
   llvm::Value* load(const te::LoadNode& l) {
     const int buffer = buffer_of(l.tensor);
     const te::Tensor& t = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor;
+    if (vector_lanes_ != 0) {
+      // A vector loop's load reads the lanes in the mask at its iv
+      // (vector_loop_stage checked that it reads there).
+      llvm::Type* type = value_type(memory_type(c_, t.dtype()));
+      llvm::Instruction* v = b_.CreateMaskedLoad(type, element_ptr(buffer, vector_iv_), element_align(t.dtype()),
+                                                 vector_mask_, llvm::Constant::getNullValue(type));
+      annotate(v, buffer);
+      return from_memory(v, t.dtype());
+    }
     llvm::LoadInst* v = b_.CreateLoad(memory_type(c_, t.dtype()), element_ptr(buffer, flat_index(l)));
     annotate(v, buffer);
     return from_memory(v, t.dtype());
@@ -480,7 +564,9 @@ class FunctionEmitter {
 
   llvm::Value* select(const te::SelectNode& s) {
     llvm::Value* cond = expr(s.cond);
-    if (!has_side_conditions(s.a) && !has_side_conditions(s.b))
+    // In a vector loop both arms are safe: its loads are masked and in
+    // range, and nothing in it fails (vector_loop_stage).
+    if (vector_lanes_ != 0 || (!has_side_conditions(s.a) && !has_side_conditions(s.b)))
       return b_.CreateSelect(cond, expr(s.a), expr(s.b));
     // Lazy, as C's ?: — an arm may only be safe when it is picked.
     llvm::BasicBlock* then_block = llvm::BasicBlock::Create(c_, "then", fn_);
@@ -505,7 +591,7 @@ class FunctionEmitter {
   // As the cast op converts (compute.hpp's CastNode).
   llvm::Value* cast(llvm::Value* v, DType from, DType to) {
     if (from == to) return v;
-    llvm::Type* target = compute_type(c_, to);
+    llvm::Type* target = value_type(compute_type(c_, to));
     if (to == DType::boolean)
       return is_floating(from) ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                                : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
@@ -829,12 +915,14 @@ class FunctionEmitter {
     });
   }
 
-  // The mask of the lanes below `count` (0 < count <= lanes).
-  llvm::Value* lanes_below(llvm::Value* count) {
+  // The mask of the lanes below `count` (0 < count <= lanes) of a vector of
+  // `lanes` (default: the tile's).
+  llvm::Value* lanes_below(llvm::Value* count, unsigned lanes = 0) {
+    if (lanes == 0) lanes = tile_.lanes;
     std::vector<llvm::Constant*> lane_index;
-    for (unsigned n = 0; n < tile_.lanes; ++n) lane_index.push_back(b_.getInt32(n));
+    for (unsigned n = 0; n < lanes; ++n) lane_index.push_back(b_.getInt32(n));
     return b_.CreateICmpULT(llvm::ConstantVector::get(lane_index),
-                            b_.CreateVectorSplat(tile_.lanes, b_.CreateTrunc(count, b_.getInt32Ty())));
+                            b_.CreateVectorSplat(lanes, b_.CreateTrunc(count, b_.getInt32Ty())));
   }
 
   // mr rows from i0 × nv vectors of columns from j0 (with `mask`, one
@@ -928,6 +1016,11 @@ class FunctionEmitter {
   const OuterProductStage* op_ = nullptr;  // while emitting an outer-product stage
   DotTile tile_;
   llvm::FixedVectorType* vector_ = nullptr;
+  // While emitting a vector loop's body: its lanes (0 otherwise), its iv
+  // (the first element of the vector) and the mask of its lanes in range.
+  unsigned vector_lanes_ = 0;
+  llvm::Value* vector_iv_ = nullptr;
+  llvm::Value* vector_mask_ = nullptr;
 };
 
 llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<llvm::Type*> params) {
@@ -1003,6 +1096,70 @@ void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions&
   b.CreateRet(b.getInt32(0));
 }
 
+// Whether `e` computes lane by lane in a vector loop over `var`: every load
+// reads a buffer at `var` itself (a flat stage's contiguous element), `var`
+// is read nowhere else, and nothing can fail or needs a loop: no reduction,
+// no checked op, no integer division, remainder or power (which x86 has no
+// vector instructions for either).
+bool lane_wise(const Expr& e, const te::VarNode* var) {
+  switch (e.kind()) {
+    case ExprKind::load: {
+      const auto* l = e.as<te::LoadNode>();
+      return !l->checked && l->indices.size() == 1 && l->indices[0].as<te::VarNode>() == var;
+    }
+    case ExprKind::reduce: return false;
+    case ExprKind::var: return e.as<te::VarNode>() != var;
+    case ExprKind::binary: {
+      const auto* b = e.as<te::BinaryNode>();
+      if (b->checked) return false;
+      if (!is_floating(b->a.dtype()) &&
+          (b->op == BinaryOp::div || b->op == BinaryOp::floordiv || b->op == BinaryOp::rem ||
+           b->op == BinaryOp::floormod || b->op == BinaryOp::pow))
+        return false;
+      break;
+    }
+    default: break;
+  }
+  bool ok = true;
+  te::for_each_child(e, [&](const Expr& child) { ok = ok && lane_wise(child, var); });
+  return ok;
+}
+
+// About how many instructions `e` emits: an expanded transcendental (math.hpp)
+// is a few dozen.
+int emitted_size(const Expr& e) {
+  int size = 1;
+  if (const auto* u = e.as<te::UnaryNode>()) {
+    switch (u->op) {
+      case UnaryOp::exp:
+      case UnaryOp::log:
+      case UnaryOp::tanh:
+      case UnaryOp::sigmoid:
+      case UnaryOp::erf:
+      case UnaryOp::rsqrt: size = 30; break;
+      default: break;
+    }
+  } else if (const auto* b = e.as<te::BinaryNode>(); b && (b->op == BinaryOp::pow || b->op == BinaryOp::rem)) {
+    size = is_floating(b->a.dtype()) ? 60 : 1;
+  }
+  te::for_each_child(e, [&](const Expr& child) { size += emitted_size(child); });
+  return size;
+}
+
+// The stage's loop when it is a flat element-wise stage a vector loop
+// should compute: one loop whose body stores element `var` of its buffer
+// from a lane-wise value of at least `min_size` (CpuEmitOptions).
+const Stmt* vector_loop_stage(const Stage& stage, int min_size) {
+  const Stmt& loop = *stage.body;
+  if (loop.kind != Stmt::Kind::loop || loop.body->kind != Stmt::Kind::store) return nullptr;
+  const te::VarNode* var = loop.var.node();
+  const Stmt& store = *loop.body;
+  if (store.index.as<te::VarNode>() != var || !lane_wise(store.value, var) ||
+      emitted_size(store.value) < min_size)
+    return nullptr;
+  return &loop;
+}
+
 void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, const CpuEmitOptions& options) {
   FunctionEmitter e(state, fn, false);
   e.stage_name = stage.name;
@@ -1010,7 +1167,10 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
       options.register_tiles ? match_dot_product(state.kernel, stage) : std::nullopt;
   const std::optional<OuterProductStage> op =
       options.register_tiles && !dot ? match_outer_product(state.kernel, stage) : std::nullopt;
-  if (dot)
+  const Stmt* vector = options.vector_loops && !dot && !op ? vector_loop_stage(stage, options.vector_loop_min_size) : nullptr;
+  if (vector)
+    e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
+  else if (dot)
     e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));
   else if (op)
     e.outer_product_stage(*op, dot_tile(options.vector_bits).lanes, e.arg(3), e.arg(4));
