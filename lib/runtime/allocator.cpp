@@ -69,6 +69,9 @@ struct PooledCpuAllocator::Pool {
   struct alignas(64) FreeList {  // one cache line per lock: no false sharing
     oneapi::tbb::spin_mutex mutex;
     FreeBlock* head = nullptr;
+    // Allocations this list served, written under `mutex` (a plain store, no
+    // atomic read-modify-write on the hot path), read by stats() at any time.
+    std::atomic<std::uint64_t> hits{0};
   };
   std::array<FreeList, kNumClasses> lists;
 
@@ -76,8 +79,7 @@ struct PooledCpuAllocator::Pool {
   std::atomic<std::size_t> peak_live_bytes{0};
   std::atomic<std::size_t> cached_bytes{0};
   std::atomic<std::size_t> max_cached_bytes{std::size_t{1} << 30};
-  std::atomic<std::uint64_t> allocations{0};
-  std::atomic<std::uint64_t> pool_hits{0};
+  // allocations = the lists' hits + system_allocations.
   std::atomic<std::uint64_t> system_allocations{0};
   std::atomic<std::uint64_t> system_frees{0};
 
@@ -112,11 +114,11 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
     if (FreeBlock* head = list.head) {
       list.head = head->next;
       block = head;
+      list.hits.store(list.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
   }
   if (block) {
     pool_->cached_bytes.fetch_sub(cls.bytes, std::memory_order_relaxed);
-    pool_->pool_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     block = ::operator new(cls.bytes, std::align_val_t{kAlignment}, std::nothrow);
     if (!block)
@@ -124,7 +126,6 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
                   cls.bytes);
     pool_->system_allocations.fetch_add(1, std::memory_order_relaxed);
   }
-  pool_->allocations.fetch_add(1, std::memory_order_relaxed);
   const std::size_t live =
       pool_->live_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
   update_max(pool_->peak_live_bytes, live);
@@ -181,9 +182,9 @@ AllocatorStats PooledCpuAllocator::stats() const noexcept {
   s.live_bytes = pool_->live_bytes.load(std::memory_order_relaxed);
   s.peak_live_bytes = pool_->peak_live_bytes.load(std::memory_order_relaxed);
   s.cached_bytes = pool_->cached_bytes.load(std::memory_order_relaxed);
-  s.allocations = pool_->allocations.load(std::memory_order_relaxed);
-  s.pool_hits = pool_->pool_hits.load(std::memory_order_relaxed);
+  for (const Pool::FreeList& list : pool_->lists) s.pool_hits += list.hits.load(std::memory_order_relaxed);
   s.system_allocations = pool_->system_allocations.load(std::memory_order_relaxed);
+  s.allocations = s.pool_hits + s.system_allocations;
   s.system_frees = pool_->system_frees.load(std::memory_order_relaxed);
   return s;
 }
