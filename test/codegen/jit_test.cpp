@@ -451,12 +451,13 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
   Rng rng(11);
   const Range values{.lo = -1, .hi = 1, .specials = false};
   // Rows around the tile's 4, columns around its 3 and a column block, k
-  // around the vector's 8 and 16 lanes; k = 20000 makes column blocks of 3.
+  // around the vector's 8 and 16 lanes and the chunks of k (1024: one chunk
+  // and a few, one with a masked last vector, 20000 with 20).
   const std::int64_t ms[] = {0, 1, 3, 4, 5, 9, 14};
   const std::int64_t ns[] = {0, 1, 2, 3, 4, 7, 65, 130};
-  const std::int64_t ks[] = {0, 1, 7, 8, 9, 17, 100, 20000};
-  for (int trial = 0; trial < 40; ++trial) {
-    const std::int64_t rows = ms[pick(rng, 0, 6)], cols = ns[pick(rng, 0, 7)], depth = ks[pick(rng, 0, 7)];
+  const std::int64_t ks[] = {0, 1, 7, 8, 9, 17, 100, 1024, 1030, 2049, 20000};
+  for (int trial = 0; trial < 48; ++trial) {
+    const std::int64_t rows = ms[pick(rng, 0, 6)], cols = ns[pick(rng, 0, 7)], depth = ks[pick(rng, 0, 10)];
     INFO("m " << rows << " n " << cols << " k " << depth);
     const Tensor w = random_tensor(rng, {cols, depth}, DType::f32, values);
     const Tensor bias = random_tensor(rng, {cols}, DType::f32, values);

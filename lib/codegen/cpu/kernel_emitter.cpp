@@ -723,36 +723,61 @@ class FunctionEmitter {
     dot_columns(rows_begin, rows_end, begin ? begin : b_.getInt64(0), end ? end : expr(d.cols->extent));
   }
 
-  // Column blocks over [cols_begin, cols_end); in each, every tile of rows.
+  // A range of k a dot-product tile sums over: [begin, begin + size), and
+  // whether it is the first (the output starts from the sum's init, else
+  // from what the chunks before left there).
+  struct KChunk {
+    llvm::Value* begin;
+    llvm::Value* size;
+    llvm::Value* first;  // i1
+  };
+
+  // Column blocks over [cols_begin, cols_end); in each, k in chunks of at
+  // most kDotChunk, and in each chunk every tile of rows. With a long k
+  // (BERT's [L, 3072] x [768, 3072]^T), a row tile of a over all of k (48
+  // KiB at 4 rows) would not stay in L1 beside the rows of b it meets, and
+  // every step would read both from L2; over a chunk it does.
   void dot_columns(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const DotProductStage& d = *dot_;
     llvm::Value* k = expr(d.sum->axes[0].extent);
     const std::int64_t nr = tile_.cols;
+    llvm::Value* chunk = b_.getInt64(kDotChunk);
+    llvm::Value* chunk_k = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, k, chunk);
     llvm::Value* per_block =
-        b_.CreateSDiv(b_.getInt64(kColumnBlockFloats), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, k, b_.getInt64(1)));
+        b_.CreateSDiv(b_.getInt64(kColumnBlockFloats), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, chunk_k, b_.getInt64(1)));
     llvm::Value* block = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateMul(b_.CreateSDiv(per_block, b_.getInt64(nr)), b_.getInt64(nr)),
                                                   b_.getInt64(nr));
+    // At least one chunk: with k = 0 the output is the init.
+    llvm::Value* chunks = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, b_.CreateSDiv(b_.CreateAdd(k, b_.getInt64(kDotChunk - 1)), chunk), b_.getInt64(1));
     stepped_loop(cols_begin, cols_end, block, false, [&](llvm::Value* jc) {
       llvm::Value* jend = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block), cols_end);
-      if (!d.rows) {
-        dot_row_tile(nullptr, 1, jc, jend, k);
-        return;
-      }
-      llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
-        dot_row_tile(i0, tile_.rows, jc, jend, k);
+      loop(b_.getInt64(0), chunks, [&](llvm::Value* c) {
+        llvm::Value* kb = b_.CreateMul(c, chunk);
+        const KChunk kc{.begin = kb,
+                        .size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, chunk, b_.CreateSub(k, kb)),
+                        .first = b_.CreateICmpEQ(c, b_.getInt64(0))};
+        if (!d.rows) {
+          dot_row_tile(nullptr, 1, jc, jend, kc);
+          return;
+        }
+        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
+          dot_row_tile(i0, tile_.rows, jc, jend, kc);
+        });
+        loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc); });
       });
-      loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, k); });
     });
   }
 
-  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, llvm::Value* k) {
+  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
     llvm::Value* j = stepped_loop(jc, jend, b_.getInt64(tile_.cols), true,
-                                  [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, k); });
-    loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, k); });
+                                  [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, kc); });
+    loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc); });
   }
 
-  // mr × nr sums at rows i.., columns j...
-  void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, llvm::Value* k) {
+  // mr × nr sums at rows i.., columns j.., over the chunk of k.
+  void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc) {
+    llvm::Value* k = kc.size;
     const DotProductStage& d = *dot_;
     const te::VarNode* kv = d.sum->axes[0].var.node();
     const te::VarNode* row = d.rows ? d.rows->var.node() : nullptr;
@@ -761,7 +786,7 @@ class FunctionEmitter {
     const auto at = [&](const te::VarNode* var, llvm::Value* base, int offset) {
       if (var) vars_[var] = offset == 0 ? base : b_.CreateAdd(base, b_.getInt64(offset), "", true, true);
     };
-    vars_[kv] = b_.getInt64(0);
+    vars_[kv] = kc.begin;
     std::vector<llvm::Value*> a_rows, b_rows;
     at(col, j, 0);
     for (int r = 0; r < mr; ++r) {
@@ -818,7 +843,10 @@ class FunctionEmitter {
         auto* folded = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(
             llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nr + c)])));
         folded->setHasAllowReassoc(true);
-        store(d.store->buffer, expr(d.store->index), b_.CreateFAdd(expr(d.sum->init), folded));
+        llvm::Value* index = expr(d.store->index);
+        llvm::LoadInst* so_far = b_.CreateLoad(b_.getFloatTy(), element_ptr(d.store->buffer, index));
+        annotate(so_far, d.store->buffer);
+        store(d.store->buffer, index, b_.CreateFAdd(b_.CreateSelect(kc.first, expr(d.sum->init), so_far), folded));
       }
     vars_.erase(kv);
     if (row) vars_.erase(row);
@@ -997,8 +1025,13 @@ class FunctionEmitter {
   static constexpr std::int64_t kPanelFloats = 4096;
   static constexpr std::int64_t kPackedMinRows = 4 * kOuterRows;
 
-  // Floats of b one column block spans (its rows × K): 192 KiB, within L2.
+  // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
+  // KiB, within L2.
   static constexpr std::int64_t kColumnBlockFloats = 48 * 1024;
+  // The longest range of k a dot-product tile sums over at once: a row tile
+  // of a and of b over it (4 rows × 1024 floats each, 16 KiB) stay in L1
+  // (32 KiB on the smallest x86 here), a multiple of every vector width.
+  static constexpr std::int64_t kDotChunk = 1024;
 
   ModuleState& s_;
   llvm::LLVMContext& c_;
