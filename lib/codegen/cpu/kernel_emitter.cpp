@@ -1158,9 +1158,10 @@ bool lane_wise(const Expr& e, const te::VarNode* var) {
   return ok;
 }
 
-// About how many instructions `e` emits: an expanded transcendental (math.hpp)
-// is a few dozen.
-int emitted_size(const Expr& e) {
+// About how many instructions `e` emits (an expanded transcendental,
+// math.hpp, is a few dozen), counted up to `limit`: the walk stops there (a
+// fused body's subexpressions may be shared, and are counted each time).
+int emitted_size(const Expr& e, int limit) {
   int size = 1;
   if (const auto* u = e.as<te::UnaryNode>()) {
     switch (u->op) {
@@ -1175,7 +1176,9 @@ int emitted_size(const Expr& e) {
   } else if (const auto* b = e.as<te::BinaryNode>(); b && (b->op == BinaryOp::pow || b->op == BinaryOp::rem)) {
     size = is_floating(b->a.dtype()) ? 60 : 1;
   }
-  te::for_each_child(e, [&](const Expr& child) { size += emitted_size(child); });
+  te::for_each_child(e, [&](const Expr& child) {
+    if (size < limit) size += emitted_size(child, limit - size);
+  });
   return size;
 }
 
@@ -1188,7 +1191,7 @@ const Stmt* vector_loop_stage(const Stage& stage, int min_size) {
   const te::VarNode* var = loop.var.node();
   const Stmt& store = *loop.body;
   if (store.index.as<te::VarNode>() != var || !lane_wise(store.value, var) ||
-      emitted_size(store.value) < min_size)
+      emitted_size(store.value, min_size) < min_size)
     return nullptr;
   return &loop;
 }
