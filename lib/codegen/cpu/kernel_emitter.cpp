@@ -747,24 +747,39 @@ class FunctionEmitter {
         b_.CreateSDiv(b_.getInt64(kColumnBlockFloats), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, chunk_k, b_.getInt64(1)));
     llvm::Value* block = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateMul(b_.CreateSDiv(per_block, b_.getInt64(nr)), b_.getInt64(nr)),
                                                   b_.getInt64(nr));
-    // At least one chunk: with k = 0 the output is the init.
-    llvm::Value* chunks = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.CreateSDiv(b_.CreateAdd(k, b_.getInt64(kDotChunk - 1)), chunk), b_.getInt64(1));
+    const auto rows = [&](llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
+      if (!d.rows) {
+        dot_row_tile(nullptr, 1, jc, jend, kc);
+        return;
+      }
+      llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
+        dot_row_tile(i0, tile_.rows, jc, jend, kc);
+      });
+      loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc); });
+    };
+    // A k known to fit one chunk (the weights' dims are static: W1's 300
+    // and 512, BERT's 768) needs no loop over chunks: one loop level less
+    // to compile in the kernels that need it least.
+    const auto* known = llvm::dyn_cast<llvm::ConstantInt>(k);
+    const bool one_chunk = known != nullptr && known->getSExtValue() <= kDotChunk;
+    // Else at least one chunk: with k = 0 the output is the init.
+    llvm::Value* chunks =
+        one_chunk ? nullptr
+                  : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                             b_.CreateSDiv(b_.CreateAdd(k, b_.getInt64(kDotChunk - 1)), chunk),
+                                             b_.getInt64(1));
     stepped_loop(cols_begin, cols_end, block, false, [&](llvm::Value* jc) {
       llvm::Value* jend = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block), cols_end);
+      if (one_chunk) {
+        rows(jc, jend, {.begin = b_.getInt64(0), .size = k, .first = b_.getTrue()});
+        return;
+      }
       loop(b_.getInt64(0), chunks, [&](llvm::Value* c) {
         llvm::Value* kb = b_.CreateMul(c, chunk);
-        const KChunk kc{.begin = kb,
-                        .size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, chunk, b_.CreateSub(k, kb)),
-                        .first = b_.CreateICmpEQ(c, b_.getInt64(0))};
-        if (!d.rows) {
-          dot_row_tile(nullptr, 1, jc, jend, kc);
-          return;
-        }
-        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
-          dot_row_tile(i0, tile_.rows, jc, jend, kc);
-        });
-        loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc); });
+        rows(jc, jend,
+             {.begin = kb,
+              .size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, chunk, b_.CreateSub(k, kb)),
+              .first = b_.CreateICmpEQ(c, b_.getInt64(0))});
       });
     });
   }
@@ -844,9 +859,13 @@ class FunctionEmitter {
             llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nr + c)])));
         folded->setHasAllowReassoc(true);
         llvm::Value* index = expr(d.store->index);
-        llvm::LoadInst* so_far = b_.CreateLoad(b_.getFloatTy(), element_ptr(d.store->buffer, index));
-        annotate(so_far, d.store->buffer);
-        store(d.store->buffer, index, b_.CreateFAdd(b_.CreateSelect(kc.first, expr(d.sum->init), so_far), folded));
+        llvm::Value* start = expr(d.sum->init);
+        if (kc.first != b_.getTrue()) {
+          llvm::LoadInst* so_far = b_.CreateLoad(b_.getFloatTy(), element_ptr(d.store->buffer, index));
+          annotate(so_far, d.store->buffer);
+          start = b_.CreateSelect(kc.first, start, so_far);
+        }
+        store(d.store->buffer, index, b_.CreateFAdd(start, folded));
       }
     vars_.erase(kv);
     if (row) vars_.erase(row);
