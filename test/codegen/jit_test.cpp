@@ -233,6 +233,26 @@ TEST_CASE("jit: vector loops cover every length around the vector width, on one 
   }
 }
 
+TEST_CASE("jit: a thread's code generation pipeline, run kernel after kernel, makes the same objects", "[jit]") {
+  // The JIT keeps one pipeline per thread (jit.cpp); a kernel compiled again
+  // after others, under the same symbols, must give the same object file.
+  SymbolicInputs input;
+  const std::vector<te::Tensor> in{input({ir::Dim("n")}, "a"), input({ir::Dim("n")}, "b")};
+  const std::vector<te::Tensor> gelu = ops::gelu().compute(std::vector<te::Tensor>{in[0]}, {});
+  const std::vector<te::Tensor> sum = ops::add().compute(in, {});
+  const codegen::KernelIR first = codegen::lower_to_kernel_ir("gelu", std::span(in).first(1), gelu);
+  const codegen::KernelIR other = codegen::lower_to_kernel_ir("add", in, sum);
+  const codegen::HostKernelEmitter emit =
+      codegen::cpu_kernel_emitter(codegen::CpuEmitOptions::for_vector_bits(host_vector_bits()));
+  std::string before, between, again;
+  (void)codegen::compile_host_code(first, emit, "nimble_test_same_object", &before);
+  (void)codegen::compile_host_code(other, emit, "nimble_test_other_object", &between);
+  (void)codegen::compile_host_code(first, emit, "nimble_test_same_object", &again);
+  CHECK_FALSE(before.empty());
+  CHECK(before != between);
+  CHECK(again == before);
+}
+
 TEST_CASE("jit: transcendentals stay within their ulp bounds over the float range", "[jit]") {
   // f32: 2^22 bit patterns spread over all 2^32; f64: 2^20 random bit
   // patterns plus a dense grid over [-40, 40]. Distances are whole ulps to

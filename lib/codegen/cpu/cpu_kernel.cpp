@@ -99,12 +99,16 @@ Ref<Kernel> compile_cpu_kernel(const std::string& name, std::span<const te::Tens
                  nullptr, 0, {});
 }
 
+HostKernelEmitter cpu_kernel_emitter(const CpuEmitOptions& options) {
+  return [options](const KernelIR& k, llvm::LLVMContext& context, const std::string& prefix) {
+    return emit_cpu_kernel(k, context, prefix, options);
+  };
+}
+
 Ref<Kernel> compile_cpu_kernel_with(const std::string& name, std::span<const te::Tensor> inputs,
                                     std::span<const te::Tensor> outputs, const CpuEmitOptions& options) {
   const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
-  HostCode host = compile_host_code(ir, [&](const KernelIR& k, llvm::LLVMContext& context, const std::string& prefix) {
-    return emit_cpu_kernel(k, context, prefix, options);
-  });
+  HostCode host = compile_host_code(ir, cpu_kernel_emitter(options));
   return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
 }
 

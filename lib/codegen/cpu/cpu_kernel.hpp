@@ -47,6 +47,9 @@ struct KernelIR;
 using HostKernelEmitter =
     std::function<EmittedKernel(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix)>;
 
+/// The emitter of the host CPU's kernels with `options` (emit_cpu_kernel).
+[[nodiscard]] HostKernelEmitter cpu_kernel_emitter(const CpuEmitOptions& options);
+
 /// A kernel's code for the host CPU, and the error sites its codes index.
 struct HostCode {
   runtime::NativeCode code;
