@@ -36,15 +36,34 @@ using namespace nimble::testing;
 
 namespace {
 
+// `kernel` run on `values` into new outputs shaped as `expected`.
+std::vector<Tensor> run_into_new(const Kernel& kernel, std::span<const Tensor> values,
+                                 std::span<const Tensor> expected) {
+  std::vector<Tensor> results;
+  for (const Tensor& e : expected) results.push_back(Tensor::empty(e.shape(), e.dtype()));
+  kernel.run(values, results);
+  return results;
+}
+
 std::vector<Tensor> run_compiled(const ir::OpDef& op, std::span<const te::Tensor> outputs,
                                  std::span<const te::Tensor> placeholders,
                                  std::span<const Tensor> values, std::span<const Tensor> expected) {
   const Ref<Kernel> kernel = codegen::compile_cpu_kernel(std::string(op.name), placeholders, outputs);
-  std::vector<Tensor> results;
-  for (const Tensor& e : expected) results.push_back(Tensor::empty(e.shape(), e.dtype()));
   INFO("kernel IR:\n" << codegen::cpu_kernel_ir(std::string(op.name), placeholders, outputs));
-  kernel->run(values, results);
-  return results;
+  return run_into_new(*kernel, values, expected);
+}
+
+// Every op with a rule, on `trials` random calls each, through `runner`.
+void check_every_op(const RuleRunner& runner, std::uint64_t seed, int trials) {
+  const std::map<const ir::OpDef*, Generator> calls = generators();
+  Rng rng(seed);
+  for (const ir::OpDef* op : ir::all_ops()) {
+    if (op->compute == nullptr) continue;
+    INFO("op " << op->name);
+    const auto it = calls.find(op);
+    REQUIRE(it != calls.end());
+    for (int trial = 0; trial < trials; ++trial) check_rule(*op, it->second(rng), rng, runner, true);
+  }
 }
 
 /// The rule of `op` on placeholders of `types` (named after its arguments),
@@ -164,15 +183,7 @@ int stages_matching(std::span<const te::Tensor> in, std::span<const te::Tensor> 
 }  // namespace
 
 TEST_CASE("jit: every op with a rule matches its reference kernel on random calls", "[jit]") {
-  const std::map<const ir::OpDef*, Generator> calls = generators();
-  Rng rng(20261130);
-  for (const ir::OpDef* op : ir::all_ops()) {
-    if (op->compute == nullptr) continue;
-    INFO("op " << op->name);
-    const auto it = calls.find(op);
-    REQUIRE(it != calls.end());
-    for (int trial = 0; trial < 12; ++trial) check_rule(*op, it->second(rng), rng, run_compiled, true);
-  }
+  check_every_op(run_compiled, 20261130, 12);
 }
 
 TEST_CASE("jit: every op's rule with its flat stages as vector loops matches its reference kernel", "[jit]") {
@@ -183,24 +194,14 @@ TEST_CASE("jit: every op's rule with its flat stages as vector loops matches its
   codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(host_vector_bits());
   options.vector_loops = true;
   options.vector_loop_min_size = 0;
-  const RuleRunner vector_loops = [&](const ir::OpDef& op, std::span<const te::Tensor> outputs,
-                                      std::span<const te::Tensor> placeholders, std::span<const Tensor> values,
-                                      std::span<const Tensor> expected) {
-    const Ref<Kernel> kernel = codegen::compile_cpu_kernel_with(std::string(op.name), placeholders, outputs, options);
-    std::vector<Tensor> results;
-    for (const Tensor& e : expected) results.push_back(Tensor::empty(e.shape(), e.dtype()));
-    kernel->run(values, results);
-    return results;
-  };
-  const std::map<const ir::OpDef*, Generator> calls = generators();
-  Rng rng(20261203);
-  for (const ir::OpDef* op : ir::all_ops()) {
-    if (op->compute == nullptr) continue;
-    INFO("op " << op->name);
-    const auto it = calls.find(op);
-    REQUIRE(it != calls.end());
-    for (int trial = 0; trial < 6; ++trial) check_rule(*op, it->second(rng), rng, vector_loops, true);
-  }
+  check_every_op(
+      [&](const ir::OpDef& op, std::span<const te::Tensor> outputs, std::span<const te::Tensor> placeholders,
+          std::span<const Tensor> values, std::span<const Tensor> expected) {
+        const Ref<Kernel> kernel =
+            codegen::compile_cpu_kernel_with(std::string(op.name), placeholders, outputs, options);
+        return run_into_new(*kernel, values, expected);
+      },
+      20261203, 6);
 }
 
 TEST_CASE("jit: vector loops cover every length around the vector width, on one thread and on two", "[jit]") {
