@@ -24,9 +24,11 @@ struct FreeBlock {
 // Both thread-locals use the initial-exec TLS model: an access is one
 // %fs-relative load, not a call to __tls_get_addr (the general-dynamic model
 // a shared library's thread-locals get by default; a host invoke of a
-// one-kernel program made ~20 such calls, ~220 instructions). It takes their
-// 264 bytes from the static TLS surplus glibc keeps for libraries loaded
-// with dlopen.
+// one-kernel program made ~20 such calls, ~220 instructions). The cost: a
+// process that loads the runtime with dlopen takes their ~270 bytes from the
+// static TLS surplus glibc keeps for that (512 bytes by default since 2.32),
+// and dlopen fails ("cannot allocate memory in static TLS block") if other
+// such libraries used it up first; linked normally, it costs nothing.
 #define NIMBLE_INITIAL_EXEC_TLS [[gnu::tls_model("initial-exec")]]
 
 // Set once this thread's lists are gone (thread exit): later frees on this

@@ -565,7 +565,7 @@ class FunctionEmitter {
   llvm::Value* select(const te::SelectNode& s) {
     llvm::Value* cond = expr(s.cond);
     // In a vector loop both arms are safe: its loads are masked and in
-    // range, and nothing in it fails (vector_loop_stage).
+    // range, and nothing in it fails (lane_wise).
     if (vector_lanes_ != 0 || (!has_side_conditions(s.a) && !has_side_conditions(s.b)))
       return b_.CreateSelect(cond, expr(s.a), expr(s.b));
     // Lazy, as C's ?: — an arm may only be safe when it is picked.
@@ -1047,9 +1047,10 @@ class FunctionEmitter {
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
   static constexpr std::int64_t kColumnBlockFloats = 48 * 1024;
-  // The longest range of k a dot-product tile sums over at once: a row tile
-  // of a and of b over it (4 rows × 1024 floats each, 16 KiB) stay in L1
-  // (32 KiB on the smallest x86 here), a multiple of every vector width.
+  // The longest range of k a dot-product tile sums over at once, a multiple
+  // of every vector width: over it a tile's rows of a and of b (4 + 4 rows ×
+  // 1024 floats with AVX-512, 32 KiB; 4 + 3 below it, 28 KiB) fit L1 (48
+  // KiB on this machine, 32 KiB on the AVX2 ones).
   static constexpr std::int64_t kDotChunk = 1024;
 
   ModuleState& s_;
@@ -1148,16 +1149,19 @@ void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions&
   b.CreateRet(b.getInt32(0));
 }
 
-// Whether `e` computes lane by lane in a vector loop over `var`: every load
-// reads a buffer at `var` itself (a flat stage's contiguous element), `var`
-// is read nowhere else, and nothing can fail or needs a loop: no reduction,
-// no checked op, no integer division, remainder or power (which x86 has no
-// vector instructions for either).
-bool lane_wise(const Expr& e, const te::VarNode* var) {
+// Whether `e` computes lane by lane in a vector loop over `var` in [0,
+// `extent`): every load reads a 1-d view as long as the loop at `var` itself
+// (a flat stage's contiguous element: in range for every lane in the mask,
+// so a load in a select's arm may be speculated), `var` is read nowhere
+// else, and nothing can fail or needs a loop: no reduction, no checked op,
+// no integer division, remainder or power (which x86 has no vector
+// instructions for either).
+bool lane_wise(const Expr& e, const te::VarNode* var, const Expr& extent) {
   switch (e.kind()) {
     case ExprKind::load: {
       const auto* l = e.as<te::LoadNode>();
-      return !l->checked && l->indices.size() == 1 && l->indices[0].as<te::VarNode>() == var;
+      return !l->checked && l->indices.size() == 1 && l->indices[0].as<te::VarNode>() == var &&
+             l->tensor.ndim() == 1 && te::provably_equal(l->tensor.shape()[0], extent);
     }
     case ExprKind::reduce: return false;
     case ExprKind::var: return e.as<te::VarNode>() != var;
@@ -1173,7 +1177,7 @@ bool lane_wise(const Expr& e, const te::VarNode* var) {
     default: break;
   }
   bool ok = true;
-  te::for_each_child(e, [&](const Expr& child) { ok = ok && lane_wise(child, var); });
+  te::for_each_child(e, [&](const Expr& child) { ok = ok && lane_wise(child, var, extent); });
   return ok;
 }
 
@@ -1188,8 +1192,8 @@ int emitted_size(const Expr& e, int limit) {
       case UnaryOp::log:
       case UnaryOp::tanh:
       case UnaryOp::sigmoid:
-      case UnaryOp::erf:
-      case UnaryOp::rsqrt: size = 30; break;
+      case UnaryOp::erf: size = 30; break;
+      case UnaryOp::rsqrt: size = 2; break;  // 1 / sqrt(x)
       default: break;
     }
   } else if (const auto* b = e.as<te::BinaryNode>(); b && (b->op == BinaryOp::pow || b->op == BinaryOp::rem)) {
@@ -1209,7 +1213,7 @@ const Stmt* vector_loop_stage(const Stage& stage, int min_size) {
   if (loop.kind != Stmt::Kind::loop || loop.body->kind != Stmt::Kind::store) return nullptr;
   const te::VarNode* var = loop.var.node();
   const Stmt& store = *loop.body;
-  if (store.index.as<te::VarNode>() != var || !lane_wise(store.value, var) ||
+  if (store.index.as<te::VarNode>() != var || !lane_wise(store.value, var, loop.extent) ||
       emitted_size(store.value, min_size) < min_size)
     return nullptr;
   return &loop;
