@@ -243,7 +243,9 @@ class FunctionEmitter {
     llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "vector.exit", fn_);
     b_.CreateCondBr(b_.CreateICmpSLT(begin, end), first, exit);
     b_.SetInsertPoint(first);
-    llvm::Value* first_mask = lanes_below(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(end, begin), step), lanes);
+    llvm::Value* first_count =
+        b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(end, begin), step);
+    llvm::Value* first_mask = lanes_below(first_count, lanes);
     b_.CreateBr(body);
     b_.SetInsertPoint(body);
     llvm::PHINode* iv = b_.CreatePHI(i64_, 3);
@@ -390,7 +392,7 @@ class FunctionEmitter {
     const te::Tensor& t = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor;
     if (vector_lanes_ != 0) {
       // A vector loop's load reads the lanes in the mask at its iv
-      // (vector_loop_stage checked that it reads there).
+      // (lane_wise checked that it reads there, from a view that long).
       llvm::Type* type = value_type(memory_type(c_, t.dtype()));
       llvm::Instruction* v = b_.CreateMaskedLoad(type, element_ptr(buffer, vector_iv_), element_align(t.dtype()),
                                                  vector_mask_, llvm::Constant::getNullValue(type));
@@ -744,7 +746,8 @@ class FunctionEmitter {
     llvm::Value* chunk = b_.getInt64(kDotChunk);
     llvm::Value* chunk_k = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, k, chunk);
     llvm::Value* per_block =
-        b_.CreateSDiv(b_.getInt64(kColumnBlockFloats), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, chunk_k, b_.getInt64(1)));
+        b_.CreateSDiv(b_.getInt64(kColumnBlockFloats),
+                      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, chunk_k, b_.getInt64(1)));
     llvm::Value* block = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateMul(b_.CreateSDiv(per_block, b_.getInt64(nr)), b_.getInt64(nr)),
                                                   b_.getInt64(nr));
     const auto rows = [&](llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
@@ -1226,7 +1229,9 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
       options.register_tiles ? match_dot_product(state.kernel, stage) : std::nullopt;
   const std::optional<OuterProductStage> op =
       options.register_tiles && !dot ? match_outer_product(state.kernel, stage) : std::nullopt;
-  const Stmt* vector = options.vector_loops && !dot && !op ? vector_loop_stage(stage, options.vector_loop_min_size) : nullptr;
+  const Stmt* vector = options.vector_loops && !dot && !op
+                           ? vector_loop_stage(stage, options.vector_loop_min_size)
+                           : nullptr;
   if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
   else if (dot)
