@@ -1,6 +1,7 @@
 #include "codegen/dot_product.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace nimble::codegen {
 
@@ -41,6 +42,24 @@ bool load_depends_on(const te::LoadNode& load, const te::VarNode* var) {
 bool contiguous_index(const Expr& index, const te::VarNode* j) {
   const auto* add = index.as<te::BinaryNode>();
   return index.get() == j || (add != nullptr && add->op == te::BinaryOp::add && add->b.get() == j && !depends_on(add->a, j));
+}
+
+// The one reduction in `value`: the value itself, or inside an epilogue of
+// it (lower_compute folds dense's bias add and fused epilogues into the
+// sum's stage); null if none or several.
+const te::ReduceNode* epilogue_sum(const Expr& value) {
+  const te::ReduceNode* found = nullptr;
+  int count = 0;
+  const std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (const auto* r = e.as<te::ReduceNode>()) {
+      found = r;
+      ++count;
+      return;
+    }
+    te::for_each_child(e, walk);
+  };
+  walk(value);
+  return count == 1 ? found : nullptr;
 }
 
 std::vector<const Stmt*> loop_nest(const Stage& stage, const Stmt*& innermost) {
@@ -110,7 +129,7 @@ std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const S
   // A leading loop of extent 1 (lowering gives none: see lower_stage)
   // would be the range split across threads: not a tile's row or column.
   if (s == nullptr || loops.empty() || (loops.size() > 1 && is_unit(*loops.front()))) return std::nullopt;
-  const auto* sum = s->value.as<te::ReduceNode>();
+  const te::ReduceNode* sum = epilogue_sum(s->value);
   if (sum == nullptr || sum->reduce_kind != te::ReduceKind::sum || sum->dtype != DType::f32 ||
       sum->axes.size() != 1 || kernel.buffers[static_cast<std::size_t>(s->buffer)].tensor.dtype() != DType::f32)
     return std::nullopt;

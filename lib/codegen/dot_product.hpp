@@ -7,8 +7,10 @@
 //     for i in [0, M) :             `rows`: the loop a's row depends on (may be absent)
 //       for <unit loops> :          loops of constant extent 1 (their vars are 0)
 //         for j in [0, N) :         `cols`: the innermost loop
-//           out[f(..., i, j)] = init + sum(a[..., i, k] * b[..., j, k] for k < K)
+//           out[f(..., i, j)] = e(init + sum(a[..., i, k] * b[..., j, k] for k < K))
 //
+// (e: an epilogue of the sum, element-wise in i and j — dense's bias and
+// what fusion joined — or none)
 // where a's and b's last index is exactly k (contiguous in k), a does not
 // depend on j and b not on i, no index but the last depends on k, neither
 // load is checked, everything is f32, and the outermost loop is not a unit
@@ -29,7 +31,7 @@ struct DotProductStage {
   const Stmt* rows = nullptr;      ///< null: a single row (every a index fixed by outer loops)
   std::vector<const Stmt*> unit;   ///< extent-1 loops between rows and cols
   const Stmt* cols = nullptr;
-  const Stmt* store = nullptr;     ///< its value is `sum`
+  const Stmt* store = nullptr;     ///< its value is `sum`, or an epilogue of it
   const te::ReduceNode* sum = nullptr;
   const te::LoadNode* a = nullptr;  ///< the row operand (independent of cols)
   const te::LoadNode* b = nullptr;  ///< the column operand (independent of rows)

@@ -55,6 +55,7 @@ class Lowering {
         if (l.checked && !l.tensor.is_placeholder()) materialized_.insert(l.tensor.get());
       });
     }
+    fold_reductions();
   }
 
   KernelIR run() {
@@ -88,6 +89,106 @@ class Lowering {
   }
 
  private:
+  // A reduction read once, at the reader's own indices, by an element-wise
+  // stage (through element-wise stages inlined into it) is computed in that
+  // stage's store instead of into a temporary: dense's sum and then its bias
+  // and whatever epilogue fusion joined, one stage and one buffer less, and
+  // a product tile applies the epilogue to its sums before storing them
+  // (dot_product.hpp). Not when the reduction is an output, read through a
+  // checked load, read anywhere else or at other indices (it would be summed
+  // again per read), or summed with k outside the columns
+  // (lower_reduction_outside: its init and update stages need the buffer).
+  void fold_reductions() {
+    std::unordered_map<const te::TensorNode*, const te::Tensor*> stage_of;
+    std::unordered_map<const te::TensorNode*, int> reads;
+    for (const te::Tensor& t : stages_) {
+      stage_of.emplace(t.get(), &t);
+      for_each_load(t->body, [&](const te::LoadNode& l) { ++reads[l.tensor.get()]; });
+      for (const te::Check& c : t->checks)
+        for_each_load(c.condition, [&](const te::LoadNode& l) { ++reads[l.tensor.get()]; });
+    }
+    // The stage that reads `t` (its one read) as `t(axes)` at its own axes,
+    // outside any reduction, with t's shape; null if none does.
+    const auto reader_at_own_axes = [&](const te::Tensor& t) -> const te::Tensor* {
+      if (reads[t.get()] != 1) return nullptr;
+      for (const te::Tensor& c : stages_) {
+        if (contains_reduce(c->body)) continue;
+        bool found = false;
+        for_each_load(c->body, [&](const te::LoadNode& l) {
+          if (l.tensor.get() != t.get() || l.checked || l.indices.size() != c->axes.size() ||
+              c.ndim() != t.ndim())
+            return;
+          bool same = true;
+          for (std::size_t d = 0; d < l.indices.size(); ++d)
+            same = same && l.indices[d].same_as(c->axes[d]) && te::provably_equal(c.shape()[d], t.shape()[d]);
+          found = found || same;
+        });
+        if (found) return &c;
+      }
+      return nullptr;
+    };
+    for (const te::Tensor& r : stages_) {
+      // Its source reads inputs only: as lowered (inlined) it is what it is here.
+      if (r->body.kind() != ExprKind::reduce || is_output(r) || sums_across_columns(r, r->body)) continue;
+      bool reads_inputs = true;
+      for_each_load(r->body, [&](const te::LoadNode& l) { reads_inputs = reads_inputs && l.tensor.is_placeholder(); });
+      if (!reads_inputs) continue;
+      const te::Tensor* c = reader_at_own_axes(r);
+      int epilogue = c != nullptr ? operations(c->get()->body) : 0;
+      while (c != nullptr && materialized_.count(c->get()) == 0) {
+        c = reader_at_own_axes(*c);
+        if (c != nullptr) epilogue += operations(c->get()->body);
+      }
+      if (c != nullptr && c->get() != r.get() && epilogue <= kMaxFoldedEpilogue) materialized_.erase(r.get());
+    }
+  }
+
+  // A folded epilogue is computed per element where the sums are complete
+  // (a product tile's are scalars, one per output element): a bias, a
+  // residual add or a scale cost nothing there, while a GELU or a tanh is
+  // dozens of instructions per element, better left to the stage after,
+  // which vectorizes.
+  static constexpr int kMaxFoldedEpilogue = 12;
+
+  // About how many operations `e` is (a transcendental counts as 30),
+  // loads and reductions one each.
+  static int operations(const Expr& e) {
+    int n = 1;
+    if (const auto* u = e.as<te::UnaryNode>()) {
+      switch (u->op) {
+        case te::UnaryOp::exp:
+        case te::UnaryOp::log:
+        case te::UnaryOp::tanh:
+        case te::UnaryOp::sigmoid:
+        case te::UnaryOp::erf: n = 30; break;
+        default: break;
+      }
+    } else if (const auto* b = e.as<te::BinaryNode>(); b && b->op == te::BinaryOp::pow) {
+      n = 60;
+    }
+    if (e.kind() == ExprKind::load || e.kind() == ExprKind::reduce) return n;
+    te::for_each_child(e, [&](const Expr& child) { n += operations(child); });
+    return n;
+  }
+
+  static bool contains_reduce(const Expr& e) {
+    if (e.kind() == ExprKind::reduce) return true;
+    bool found = false;
+    te::for_each_child(e, [&](const Expr& child) { found = found || contains_reduce(child); });
+    return found;
+  }
+
+  // The first reduction in `e` (a stage's value: the reduction itself, or an
+  // epilogue of a folded one), or null.
+  static const te::ReduceNode* find_reduce(const Expr& e) {
+    if (const auto* r = e.as<te::ReduceNode>()) return r;
+    const te::ReduceNode* found = nullptr;
+    te::for_each_child(e, [&](const Expr& child) {
+      if (found == nullptr) found = find_reduce(child);
+    });
+    return found;
+  }
+
   int add_buffer(const te::Tensor& placeholder, Buffer::Role role) {
     const int index = static_cast<int>(kernel_.buffers.size());
     kernel_.buffers.push_back({placeholder, role});
@@ -176,7 +277,7 @@ class Lowering {
   // Whether every load of `body` reads a whole buffer of `shape` at `axes`,
   // and nothing else reads the axes.
   bool flattenable(const Expr& body, std::span<const te::Var> axes, std::span<const Expr> shape) {
-    if (axes.empty() || body.kind() == ExprKind::reduce || uses_axis(body, axes)) return false;
+    if (axes.empty() || contains_reduce(body) || uses_axis(body, axes)) return false;
     bool ok = true;
     for_each_load(body, [&](const te::LoadNode& l) {
       if (!ok) return;
@@ -207,12 +308,13 @@ class Lowering {
   // invariant, and it does. Each element still sums over k in order. Two
   // stages: the init, then the updates. False when the stage is not of that
   // form (then it is lowered as usual).
-  bool lower_reduction_outside(const te::Tensor& t, const Expr& body, int b) {
+  // Whether reduction `body` (of stage `t`) is a sum over one axis k of a
+  // source that reads along t's innermost axis j and across k (matmul's
+  // b[k, j]), in f32 or f64.
+  static bool sums_across_columns(const te::Tensor& t, const Expr& body) {
     const auto* r = body.as<te::ReduceNode>();
-    const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
-    const std::vector<Expr>& shape = buffer.shape();
-    if (r == nullptr || r->reduce_kind != te::ReduceKind::sum || r->axes.size() != 1 || shape.empty() ||
-        (body.dtype() != DType::f32 && body.dtype() != DType::f64) || t->axes.size() != shape.size())
+    if (r == nullptr || r->reduce_kind != te::ReduceKind::sum || r->axes.size() != 1 || t->axes.empty() ||
+        (body.dtype() != DType::f32 && body.dtype() != DType::f64))
       return false;
     const te::VarNode* j = t->axes.back().node();
     const te::VarNode* k = r->axes[0].var.node();
@@ -222,7 +324,15 @@ class Lowering {
       for (std::size_t d = 0; d + 1 < l.indices.size(); ++d)
         strided = strided || l.indices[d].as<te::VarNode>() == k;
     });
-    if (!strided) return false;
+    return strided;
+  }
+
+  bool lower_reduction_outside(const te::Tensor& t, const Expr& body, int b) {
+    const auto* r = body.as<te::ReduceNode>();
+    const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
+    const std::vector<Expr>& shape = buffer.shape();
+    if (r == nullptr || shape.empty() || t->axes.size() != shape.size() || !sums_across_columns(t, body))
+      return false;
 
     const std::vector<Expr> index = te::as_indices(t->axes);
     const Expr flat = te::ravel(index, shape);
@@ -254,7 +364,8 @@ class Lowering {
     Expr body = inline_expr(t->body);
     if (lower_reduction_outside(t, body, b)) return;
     Stage stage{.name = t.name(), .output = b, .body = nullptr, .work = te::product(shape)};
-    if (const auto* r = body.as<te::ReduceNode>()) {
+    // The reduction (or a folded one, fold_reductions) sums over its axes per element.
+    if (const te::ReduceNode* r = find_reduce(body)) {
       std::vector<Expr> extents;
       for (const te::IterVar& a : r->axes) extents.push_back(a.extent);
       stage.work = stage.work * te::product(extents);

@@ -117,7 +117,10 @@ class FunctionEmitter {
     for (const KernelIR::Binding& binding : s_.kernel.bindings) {
       const DimBucket& bucket = binding.bucket;
       llvm::Value* value = bucket.exact >= 0 ? b_.getInt64(bucket.exact) : dim_of(binding.buffer, binding.dim);
-      if (!prologue && bucket.exact < 0) assume(value, bucket);
+      if (!prologue && bucket.exact < 0) {
+        assume(value, bucket);
+        if (bucket.max < std::numeric_limits<std::int64_t>::max()) max_of_[value] = bucket.max;
+      }
       vars_[binding.var.as<te::VarNode>()] = value;
     }
   }
@@ -309,8 +312,11 @@ class FunctionEmitter {
       }
       case ExprKind::load:
         return load(*e.as<te::LoadNode>());
-      case ExprKind::reduce:
-        return reduce(*e.as<te::ReduceNode>());
+      case ExprKind::reduce: {
+        const auto* r = e.as<te::ReduceNode>();
+        if (const auto it = sums_.find(r); it != sums_.end()) return it->second;
+        return reduce(*r);
+      }
     }
     return nullptr;
   }
@@ -318,6 +324,11 @@ class FunctionEmitter {
   std::string stage_name;  // for element errors
 
  private:
+  // The largest value a dim's bucket allows (the prologue checked it).
+  std::unordered_map<const llvm::Value*, std::int64_t> max_of_;
+  // Reductions whose value a tile has computed (dot_tile), for their epilogue.
+  std::unordered_map<const te::ReduceNode*, llvm::Value*> sums_;
+
   llvm::Value* call(llvm::Intrinsic::ID id, std::initializer_list<llvm::Value*> args) {
     return b_.CreateIntrinsic(id, {(*args.begin())->getType()}, args);
   }
@@ -732,6 +743,7 @@ class FunctionEmitter {
     llvm::Value* begin;
     llvm::Value* size;
     llvm::Value* first;  // i1
+    llvm::Value* last;   // i1: the sums are complete (an epilogue applies)
   };
 
   // Column blocks over [cols_begin, cols_end); in each, k in chunks of at
@@ -763,8 +775,11 @@ class FunctionEmitter {
     // A k known to fit one chunk (the weights' dims are static: W1's 300
     // and 512, BERT's 768) needs no loop over chunks: one loop level less
     // to compile in the kernels that need it least.
+    // So does a k whose bucket bounds it (a specialized kernel's).
     const auto* known = llvm::dyn_cast<llvm::ConstantInt>(k);
-    const bool one_chunk = known != nullptr && known->getSExtValue() <= kDotChunk;
+    const auto bounded = max_of_.find(k);
+    const bool one_chunk = (known != nullptr && known->getSExtValue() <= kDotChunk) ||
+                           (bounded != max_of_.end() && bounded->second <= kDotChunk);
     // Else at least one chunk: with k = 0 the output is the init.
     llvm::Value* chunks =
         one_chunk ? nullptr
@@ -774,7 +789,7 @@ class FunctionEmitter {
     stepped_loop(cols_begin, cols_end, block, false, [&](llvm::Value* jc) {
       llvm::Value* jend = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block), cols_end);
       if (one_chunk) {
-        rows(jc, jend, {.begin = b_.getInt64(0), .size = k, .first = b_.getTrue()});
+        rows(jc, jend, {.begin = b_.getInt64(0), .size = k, .first = b_.getTrue(), .last = b_.getTrue()});
         return;
       }
       loop(b_.getInt64(0), chunks, [&](llvm::Value* c) {
@@ -782,7 +797,8 @@ class FunctionEmitter {
         rows(jc, jend,
              {.begin = kb,
               .size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, chunk, b_.CreateSub(k, kb)),
-              .first = b_.CreateICmpEQ(c, b_.getInt64(0))});
+              .first = b_.CreateICmpEQ(c, b_.getInt64(0)),
+              .last = b_.CreateICmpEQ(c, b_.CreateSub(chunks, b_.getInt64(1)))});
       });
     });
   }
@@ -868,7 +884,16 @@ class FunctionEmitter {
           annotate(so_far, d.store->buffer);
           start = b_.CreateSelect(kc.first, start, so_far);
         }
-        store(d.store->buffer, index, b_.CreateFAdd(start, folded));
+        llvm::Value* total = b_.CreateFAdd(start, folded);
+        if (d.store->value.get() != d.sum) {
+          // The epilogue of the complete sum; chunks before the last store
+          // the partial sum the next one starts from.
+          sums_[d.sum] = total;
+          llvm::Value* out = expr(d.store->value);
+          sums_.erase(d.sum);
+          total = kc.last == b_.getTrue() ? out : b_.CreateSelect(kc.last, out, total);
+        }
+        store(d.store->buffer, index, total);
       }
     vars_.erase(kv);
     if (row) vars_.erase(row);
