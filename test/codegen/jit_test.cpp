@@ -235,6 +235,35 @@ TEST_CASE("jit: vector loops cover every length around the vector width, on one 
   }
 }
 
+TEST_CASE("jit: short static loops reading a row at an offset run as vector loops", "[jit]") {
+  // split of a static [1, 750] at 150, 157, 300 and 749: parts read x's row
+  // at constant offsets, lengths around the vector width and one part up to
+  // the row's last element; against the LLVM-vectorized kernel, bit for bit.
+  SymbolicInputs input;
+  const std::vector<te::Tensor> in{input({1, 750}, "x")};
+  const std::vector<te::Tensor> parts =
+      ops::split().compute(in, {{"indices", std::vector<std::int64_t>{150, 157, 300, 749}}, {"axis", std::int64_t{1}}});
+  codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(host_vector_bits());
+  options.vector_loops = true;
+  const Ref<Kernel> vectors = codegen::compile_cpu_kernel_with("split", in, parts, options);
+  options.vector_loops = false;
+  const Ref<Kernel> scalars = codegen::compile_cpu_kernel_with("split", in, parts, options);
+  Rng rng(3);
+  const Tensor x = random_tensor(rng, {1, 750}, DType::f32);
+  const std::vector<std::int64_t> widths{150, 7, 143, 449, 1};
+  std::vector<Tensor> want, got;
+  for (const std::int64_t w : widths) {
+    want.push_back(Tensor::empty({1, w}, DType::f32));
+    got.push_back(Tensor::empty({1, w}, DType::f32));
+  }
+  scalars->run(std::vector<Tensor>{x}, want);
+  vectors->run(std::vector<Tensor>{x}, got);
+  for (std::size_t p = 0; p < widths.size(); ++p) {
+    INFO("part " << p);
+    CHECK_THAT(got[p], IsCloseTo(want[p], {.rtol = 0, .atol = 0, .equal_nan = true}));
+  }
+}
+
 TEST_CASE("jit: a thread's code generation pipeline, run kernel after kernel, makes the same objects", "[jit]") {
   // The JIT keeps one pipeline per thread (jit.cpp); a kernel compiled by a
   // pipeline that has compiled others must be the object a new one makes.
