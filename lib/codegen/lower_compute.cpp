@@ -99,10 +99,8 @@ class Lowering {
   // again per read), or summed with k outside the columns
   // (lower_reduction_outside: its init and update stages need the buffer).
   void fold_reductions() {
-    std::unordered_map<const te::TensorNode*, const te::Tensor*> stage_of;
     std::unordered_map<const te::TensorNode*, int> reads;
     for (const te::Tensor& t : stages_) {
-      stage_of.emplace(t.get(), &t);
       for_each_load(t->body, [&](const te::LoadNode& l) { ++reads[l.tensor.get()]; });
       for (const te::Check& c : t->checks)
         for_each_load(c.condition, [&](const te::LoadNode& l) { ++reads[l.tensor.get()]; });
