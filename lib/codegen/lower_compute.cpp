@@ -129,7 +129,8 @@ class Lowering {
       // Its source reads inputs only: as lowered (inlined) it is what it is here.
       if (r->body.kind() != ExprKind::reduce || is_output(r) || sums_across_columns(r, r->body)) continue;
       bool reads_inputs = true;
-      for_each_load(r->body, [&](const te::LoadNode& l) { reads_inputs = reads_inputs && l.tensor.is_placeholder(); });
+      for_each_load(r->body,
+                    [&](const te::LoadNode& l) { reads_inputs = reads_inputs && l.tensor.is_placeholder(); });
       if (!reads_inputs) continue;
       const te::Tensor* c = reader_at_own_axes(r);
       int epilogue = c != nullptr ? operations(c->get()->body) : 0;

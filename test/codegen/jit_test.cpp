@@ -172,6 +172,19 @@ struct SymbolicInputs {
   }
 };
 
+// The kernel computing `out` from `in` at this CPU's vector width with its
+// flat stages as vector loops (where the host's rules take them), and the
+// same kernel with LLVM's vectorizer instead.
+std::pair<Ref<Kernel>, Ref<Kernel>> with_and_without_vector_loops(const std::string& name,
+                                                                  std::span<const te::Tensor> in,
+                                                                  std::span<const te::Tensor> out) {
+  codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(host_vector_bits());
+  options.vector_loops = true;
+  Ref<Kernel> vectors = codegen::compile_cpu_kernel_with(name, in, out, options);
+  options.vector_loops = false;
+  return {std::move(vectors), codegen::compile_cpu_kernel_with(name, in, out, options)};
+}
+
 // How many stages of the kernel computing `out` from `in` `match` recognizes.
 template <class Match>
 int stages_matching(std::span<const te::Tensor> in, std::span<const te::Tensor> out, Match match) {
@@ -215,11 +228,7 @@ TEST_CASE("jit: vector loops cover every length around the vector width, on one 
   const te::Tensor s = ops::sigmoid().compute(std::vector<te::Tensor>{in[0]}, {})[0];
   const te::Tensor sb = ops::mul().compute(std::vector<te::Tensor>{s, in[1]}, {})[0];
   const std::vector<te::Tensor> out = ops::add().compute(std::vector<te::Tensor>{sb, in[0]}, {});
-  codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(host_vector_bits());
-  options.vector_loops = true;
-  const Ref<Kernel> vectors = codegen::compile_cpu_kernel_with("sigmoid_mul_add", in, out, options);
-  options.vector_loops = false;
-  const Ref<Kernel> scalars = codegen::compile_cpu_kernel_with("sigmoid_mul_add", in, out, options);
+  const auto [vectors, scalars] = with_and_without_vector_loops("sigmoid_mul_add", in, out);
   Rng rng(11);
   std::vector<std::int64_t> lengths{100003};
   for (std::int64_t n = 0; n <= 3 * 16 + 1; ++n) lengths.push_back(n);
@@ -243,11 +252,7 @@ TEST_CASE("jit: short static loops reading a row at an offset run as vector loop
   const std::vector<te::Tensor> in{input({1, 750}, "x")};
   const std::vector<te::Tensor> parts =
       ops::split().compute(in, {{"indices", std::vector<std::int64_t>{150, 157, 300, 749}}, {"axis", std::int64_t{1}}});
-  codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(host_vector_bits());
-  options.vector_loops = true;
-  const Ref<Kernel> vectors = codegen::compile_cpu_kernel_with("split", in, parts, options);
-  options.vector_loops = false;
-  const Ref<Kernel> scalars = codegen::compile_cpu_kernel_with("split", in, parts, options);
+  const auto [vectors, scalars] = with_and_without_vector_loops("split", in, parts);
   Rng rng(3);
   const Tensor x = random_tensor(rng, {1, 750}, DType::f32);
   const std::vector<std::int64_t> widths{150, 7, 143, 449, 1};
