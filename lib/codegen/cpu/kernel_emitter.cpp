@@ -329,6 +329,13 @@ class FunctionEmitter {
  private:
   // The largest value a dim's bucket allows (the prologue checked it).
   std::unordered_map<const llvm::Value*, std::int64_t> max_of_;
+
+  // `v`'s value where it is a constant (a static dim, or a specialized
+  // kernel's exact one).
+  static std::optional<std::int64_t> constant(const llvm::Value* v) {
+    if (const auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) return c->getSExtValue();
+    return std::nullopt;
+  }
   // Reductions whose value a tile has computed (dot_tile), for their epilogue.
   std::unordered_map<const te::ReduceNode*, llvm::Value*> sums_;
 
@@ -735,17 +742,21 @@ class FunctionEmitter {
   }
 
   // The tiles, inside the loops outside the row loop. [begin, end) is the
-  // range split_extent gives the runtime: of the outermost outer loop, or
-  // with none, of the columns.
+  // range split_range gives the runtime: of the outermost outer loop, or
+  // with none, of the columns in whole tiles.
   void dot_tiles(llvm::Value* begin, llvm::Value* end) {
     const DotProductStage& d = *dot_;
     // Unit loops lie inside an outer or row loop (match_dot_product).
     for (const Stmt* u : d.unit) vars_[u->var.node()] = b_.getInt64(0);
     // Reached with a range only when there are no outer loops: then it is
-    // the columns' (split_extent).
+    // of the columns, in whole tiles (split_range).
     llvm::Value* rows_begin = d.rows ? b_.getInt64(0) : nullptr;
     llvm::Value* rows_end = d.rows ? expr(d.rows->extent) : nullptr;
-    dot_columns(rows_begin, rows_end, begin ? begin : b_.getInt64(0), end ? end : expr(d.cols->extent));
+    llvm::Value* n = expr(d.cols->extent);
+    llvm::Value* tile = b_.getInt64(tile_.cols);
+    llvm::Value* cols_begin = begin ? b_.CreateMul(begin, tile, "", true, true) : b_.getInt64(0);
+    llvm::Value* cols_end = end ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, tile, "", true, true), n) : n;
+    dot_columns(rows_begin, rows_end, cols_begin, cols_end);
   }
 
   // A range of k a dot-product tile sums over: [begin, begin + size), and
@@ -756,6 +767,7 @@ class FunctionEmitter {
     llvm::Value* size;
     llvm::Value* first;  // i1
     llvm::Value* last;   // i1: the sums are complete (an epilogue applies)
+    bool whole_vectors;  // size is known to be a multiple of the lanes: no masked tail
   };
 
   // Column blocks over [cols_begin, cols_end); in each, k in chunks of at
@@ -774,23 +786,35 @@ class FunctionEmitter {
                       b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, chunk_k, b_.getInt64(1)));
     llvm::Value* block = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateMul(b_.CreateSDiv(per_block, b_.getInt64(nr)), b_.getInt64(nr)),
                                                   b_.getInt64(nr));
+    // Tile variants a kernel's known sizes rule out are not emitted (a third
+    // to a half of a product's code: BERT's N and K are static, and a
+    // specialized kernel's rows): rows known to be a multiple of the tile's
+    // need no single-row tiles, fewer than a tile's no whole tiles; columns
+    // a multiple of the tile's (the threads' ranges and the blocks are whole
+    // tiles) no single-column tiles; a k of whole vectors no masked tail.
+    const std::optional<std::int64_t> m = rows_end ? constant(rows_end) : std::nullopt;
+    const std::optional<std::int64_t> n = constant(expr(d.cols->extent));
+    const std::optional<std::int64_t> known_k = constant(k);
+    const bool whole_rows = !m || *m >= tile_.rows, rest_rows = !m || *m % tile_.rows != 0;
+    const bool whole_cols = n && *n % nr == 0;
+    const bool whole_vectors = known_k && *known_k % static_cast<std::int64_t>(tile_.lanes) == 0;
     const auto rows = [&](llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
       if (!d.rows) {
-        dot_row_tile(nullptr, 1, jc, jend, kc);
+        dot_row_tile(nullptr, 1, jc, jend, kc, whole_cols);
         return;
       }
-      llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true, [&](llvm::Value* i0) {
-        dot_row_tile(i0, tile_.rows, jc, jend, kc);
-      });
-      loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc); });
+      llvm::Value* i = rows_begin;
+      if (whole_rows)
+        i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true,
+                         [&](llvm::Value* i0) { dot_row_tile(i0, tile_.rows, jc, jend, kc, whole_cols); });
+      if (rest_rows) loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc, whole_cols); });
     };
     // A k known to fit one chunk (the weights' dims are static: W1's 300
     // and 512, BERT's 768) needs no loop over chunks: one loop level less
     // to compile in the kernels that need it least.
     // So does a k whose bucket bounds it (a specialized kernel's).
-    const auto* known = llvm::dyn_cast<llvm::ConstantInt>(k);
     const auto bounded = max_of_.find(k);
-    const bool one_chunk = (known != nullptr && known->getSExtValue() <= kDotChunk) ||
+    const bool one_chunk = (known_k && *known_k <= kDotChunk) ||
                            (bounded != max_of_.end() && bounded->second <= kDotChunk);
     // Else at least one chunk: with k = 0 the output is the init.
     llvm::Value* chunks =
@@ -801,7 +825,9 @@ class FunctionEmitter {
     stepped_loop(cols_begin, cols_end, block, false, [&](llvm::Value* jc) {
       llvm::Value* jend = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block), cols_end);
       if (one_chunk) {
-        rows(jc, jend, {.begin = b_.getInt64(0), .size = k, .first = b_.getTrue(), .last = b_.getTrue()});
+        rows(jc, jend,
+             {.begin = b_.getInt64(0), .size = k, .first = b_.getTrue(), .last = b_.getTrue(),
+              .whole_vectors = whole_vectors});
         return;
       }
       loop(b_.getInt64(0), chunks, [&](llvm::Value* c) {
@@ -810,15 +836,18 @@ class FunctionEmitter {
              {.begin = kb,
               .size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, chunk, b_.CreateSub(k, kb)),
               .first = b_.CreateICmpEQ(c, b_.getInt64(0)),
-              .last = b_.CreateICmpEQ(c, b_.CreateSub(chunks, b_.getInt64(1)))});
+              .last = b_.CreateICmpEQ(c, b_.CreateSub(chunks, b_.getInt64(1))),
+              .whole_vectors = whole_vectors});
       });
     });
   }
 
-  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
+  // The tiles of rows i.. (mr of them) over columns [jc, jend); with
+  // `whole_cols` that range is known to be whole tiles.
+  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc, bool whole_cols) {
     llvm::Value* j = stepped_loop(jc, jend, b_.getInt64(tile_.cols), true,
                                   [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, kc); });
-    loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc); });
+    if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc); });
   }
 
   // mr × nr sums at rows i.., columns j.., over the chunk of k.
@@ -873,15 +902,17 @@ class FunctionEmitter {
     };
     llvm::Value* lanes = b_.getInt64(tile_.lanes);
     llvm::Value* kend = stepped_loop(b_.getInt64(0), k, lanes, true, [&](llvm::Value* kk) { step(kk, nullptr); });
-    // The last partial vector, masked.
-    llvm::Value* rest = b_.CreateSub(k, kend);
-    llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "tile.tail", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
-    b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
-    b_.SetInsertPoint(tail);
-    step(kend, lanes_below(rest));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    if (!kc.whole_vectors) {
+      // The last partial vector, masked.
+      llvm::Value* rest = b_.CreateSub(k, kend);
+      llvm::BasicBlock* tail = llvm::BasicBlock::Create(c_, "tile.tail", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "tile.done", fn_);
+      b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(0)), tail, done);
+      b_.SetInsertPoint(tail);
+      step(kend, lanes_below(rest));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    }
     for (int r = 0; r < mr; ++r)
       for (int c = 0; c < nr; ++c) {
         at(row, i, r);
@@ -1127,16 +1158,23 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
   return f;
 }
 
-// The extent of the range [begin, end) a stage's function takes, which the
-// runtime splits across threads: its outermost loop's, but a dot-product
-// stage with no loops outside its rows splits its columns: each thread then
-// reads its share of b and all of a (rows would have every thread read all
-// of b, the weights, for a few rows each).
-const Expr& split_extent(const KernelIR& kernel, const Stage& stage, const CpuEmitOptions& options) {
-  if (!options.register_tiles) return stage.body->extent;
+// The range [0, extent) a stage's function takes [begin, end) of, which the
+// runtime splits across threads, in steps of `unit` iterations: its
+// outermost loop, but a dot-product stage with no loops outside its rows
+// splits its columns, in whole column tiles: each thread then reads its
+// share of b and all of a (rows would have every thread read all of b, the
+// weights, for a few rows each), and with a number of columns that is a
+// multiple of the tile's, no thread has a partial tile.
+struct SplitRange {
+  const Expr* extent;
+  std::int64_t unit = 1;
+};
+
+SplitRange split_range(const KernelIR& kernel, const Stage& stage, const CpuEmitOptions& options) {
+  if (!options.register_tiles) return {&stage.body->extent};
   if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
-    return dot->cols->extent;
-  return stage.body->extent;
+    return {&dot->cols->extent, dot_tile(options.vector_bits).cols};
+  return {&stage.body->extent};
 }
 
 void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions& options) {
@@ -1182,7 +1220,11 @@ void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions&
     b.CreateStore(v, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), sched, slot++));
   };
   for (const Stage& s : k.stages) {
-    put(e.expr(split_extent(k, s, options)));
+    const SplitRange split = split_range(k, s, options);
+    llvm::Value* extent = e.expr(*split.extent);
+    if (split.unit > 1)  // whole steps, the last one partial
+      extent = b.CreateUDiv(b.CreateAdd(extent, b.getInt64(split.unit - 1)), b.getInt64(split.unit));
+    put(extent);
     put(e.expr(s.work));
   }
   for (const Buffer& buffer : k.buffers)

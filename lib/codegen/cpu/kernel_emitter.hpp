@@ -7,12 +7,14 @@
 // data:  one pointer per buffer (inputs, outputs, then temporaries);
 // dims:  one `const i64*` per input and output buffer (its shape);
 // info:  four i64 a failure leaves its values in (an index, an extent ...);
-// sched: the prologue's results: per stage its outer extent and its work,
-//        then per temporary its element count (the caller allocates it).
+// sched: the prologue's results: per stage the extent of its range and its
+//        work, then per temporary its element count (the caller allocates
+//        it). The range is of the stage's outer loop, or of a dot product's
+//        columns in whole tiles (split_range).
 //
 // The prologue binds the shape Vars, checks the input and output dims and
-// the rules' Checks; stage k computes its buffer for outer iterations
-// [begin, end), so that the caller can split it across threads. Each returns
+// the rules' Checks; stage k computes its buffer for [begin, end) of that
+// range, so that the caller can split it across threads. Each returns
 // 0, or 1 + the index of the ErrorSite that failed. Nothing traps: integer
 // division by zero, INT_MIN / -1 and out-of-range data indices are tested.
 #pragma once
