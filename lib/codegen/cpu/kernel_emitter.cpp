@@ -199,7 +199,7 @@ class FunctionEmitter {
   // the last partial vector of k is read with masked loads (no element past
   // a row is touched). Columns go in blocks of about kColumnBlockFloats / K,
   // so that the rows of b a block reads stay in L2 while every row tile of
-  // the range passes over them. Sums are folded in vector lanes, so an
+  // the range passes over them. Sums are folded in vector lanes (lane_sums), so an
   // element's rounding differs from the scalar loop's (within the
   // tolerance of any reordered sum).
   void dot_product_stage(const DotProductStage& dot, const DotTile& tile, llvm::Value* begin, llvm::Value* end) {
@@ -913,13 +913,14 @@ class FunctionEmitter {
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
     }
+    std::vector<llvm::Value*> sums;
+    for (llvm::AllocaInst* a : acc) sums.push_back(b_.CreateLoad(vector_, a));
+    sums = lane_sums(std::move(sums));
     for (int r = 0; r < mr; ++r)
       for (int c = 0; c < nr; ++c) {
         at(row, i, r);
         at(col, j, c);
-        auto* folded = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(
-            llvm::ConstantFP::getNegativeZero(b_.getFloatTy()), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nr + c)])));
-        folded->setHasAllowReassoc(true);
+        llvm::Value* folded = sums[static_cast<std::size_t>(r * nr + c)];
         llvm::Value* index = expr(d.store->index);
         llvm::Value* start = expr(d.sum->init);
         if (kc.first != b_.getTrue()) {
@@ -941,6 +942,62 @@ class FunctionEmitter {
     vars_.erase(kv);
     if (row) vars_.erase(row);
     vars_.erase(col);
+  }
+
+  // The sum of the lanes of each of `vectors` (of equal width), by a tree
+  // that adds pairs of vectors before it adds within one: two shuffles and
+  // an add halve the lanes of two vectors at once, so a 4 x 4 tile's 16
+  // vectors of 16 lanes take 45 vector operations where a reduction of each
+  // takes 128 (eight a vector) — in the tile's code, for every element and
+  // every chunk of k, and in the code generator, which takes time per
+  // instruction. A lane sum then reads as a vector holding groups of `width`
+  // partial sums, group g belonging to vector ids[g] (-1: padding).
+  std::vector<llvm::Value*> lane_sums(std::vector<llvm::Value*> vectors) {
+    struct Partial {
+      llvm::Value* v;
+      std::vector<int> ids;
+    };
+    const auto lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(vectors.front()->getType())->getNumElements());
+    std::vector<Partial> parts;
+    for (std::size_t k = 0; k < vectors.size(); ++k) parts.push_back({vectors[k], {static_cast<int>(k)}});
+    int width = lanes;
+    // Pairs: [x.g0 | y.g0 | x.g1 | y.g1 ...] halves of each group, added.
+    while (parts.size() > 1 && width > 1) {
+      if (parts.size() % 2 != 0)
+        parts.push_back({llvm::Constant::getNullValue(vectors.front()->getType()),
+                         std::vector<int>(parts.front().ids.size(), -1)});
+      std::vector<int> lo, hi;
+      for (int g = 0; g < lanes / width; ++g)
+        for (const int from : {0, lanes})
+          for (int t = 0; t < width / 2; ++t) {
+            lo.push_back(from + g * width + t);
+            hi.push_back(from + g * width + width / 2 + t);
+          }
+      std::vector<Partial> next;
+      for (std::size_t p = 0; p < parts.size(); p += 2) {
+        const Partial &x = parts[p], &y = parts[p + 1];
+        Partial z{b_.CreateFAdd(b_.CreateShuffleVector(x.v, y.v, lo), b_.CreateShuffleVector(x.v, y.v, hi)), {}};
+        for (std::size_t g = 0; g < x.ids.size(); ++g) {
+          z.ids.push_back(x.ids[g]);
+          z.ids.push_back(y.ids[g]);
+        }
+        next.push_back(std::move(z));
+      }
+      parts = std::move(next);
+      width /= 2;
+    }
+    // One vector left with groups wider than a lane: add within each group.
+    for (Partial& p : parts)
+      for (int step = width / 2; step >= 1; step /= 2) {
+        std::vector<int> swap;
+        for (int l = 0; l < lanes; ++l) swap.push_back(l ^ step);
+        p.v = b_.CreateFAdd(p.v, b_.CreateShuffleVector(p.v, swap));
+      }
+    std::vector<llvm::Value*> sums(vectors.size());
+    for (const Partial& p : parts)
+      for (std::size_t g = 0; g < p.ids.size(); ++g)
+        if (p.ids[g] >= 0) sums[static_cast<std::size_t>(p.ids[g])] = b_.CreateExtractElement(p.v, g * static_cast<std::uint64_t>(width));
+    return sums;
   }
 
   // The tiles, inside the loops outside the row loop. [begin, end) is the
