@@ -10,13 +10,6 @@ namespace {
 using te::Expr;
 using te::ExprKind;
 
-bool depends_on(const Expr& e, const te::VarNode* var) {
-  if (e.get() == var) return true;
-  bool found = false;
-  te::for_each_child(e, [&](const Expr& child) { found = found || depends_on(child, var); });
-  return found;
-}
-
 bool is_unit(const Stmt& loop) { return te::as_int(loop.extent) == 1; }
 
 bool is_f32_buffer_load(const KernelIR& kernel, const Expr& e) {
@@ -74,6 +67,37 @@ std::vector<const Stmt*> loop_nest(const Stage& stage, const Stmt*& innermost) {
 }
 
 }  // namespace
+
+bool depends_on(const Expr& e, const te::VarNode* var) {
+  if (e.get() == var) return true;
+  bool found = false;
+  te::for_each_child(e, [&](const Expr& child) { found = found || depends_on(child, var); });
+  return found;
+}
+
+bool lane_wise_along(const Expr& e, const te::VarNode* j, const te::ReduceNode* sum) {
+  switch (e.kind()) {
+    case ExprKind::load: {
+      const auto* l = e.as<te::LoadNode>();
+      return !l->checked && (!load_depends_on(*l, j) || contiguous_in(*l, j));
+    }
+    case ExprKind::reduce: return e.get() == sum;
+    case ExprKind::var: return e.get() != j;
+    case ExprKind::binary: {
+      const auto* b = e.as<te::BinaryNode>();
+      if (b->checked) return false;
+      if (!is_floating(b->a.dtype()) &&
+          (b->op == te::BinaryOp::div || b->op == te::BinaryOp::floordiv || b->op == te::BinaryOp::rem ||
+           b->op == te::BinaryOp::floormod || b->op == te::BinaryOp::pow))
+        return false;
+      break;
+    }
+    default: break;
+  }
+  bool ok = true;
+  te::for_each_child(e, [&](const Expr& child) { ok = ok && lane_wise_along(child, j, sum); });
+  return ok;
+}
 
 std::optional<OuterProductStage> match_outer_product(const KernelIR& kernel, const Stage& stage) {
   const Stmt* s = nullptr;
@@ -164,6 +188,7 @@ std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const S
     dot.outer.assign(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(r));
   }
   dot.unit.assign(loops.begin() + static_cast<std::ptrdiff_t>(r), loops.end() - 1);
+  dot.row_vectors = contiguous_index(s->index, j) && lane_wise_along(s->value, j, sum);
   // The k extent and init are evaluated once per tile: only outer vars may appear.
   for (const Stmt* inner : {dot.rows, dot.cols}) {
     if (inner == nullptr) continue;

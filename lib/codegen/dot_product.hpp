@@ -35,7 +35,22 @@ struct DotProductStage {
   const te::ReduceNode* sum = nullptr;
   const te::LoadNode* a = nullptr;  ///< the row operand (independent of cols)
   const te::LoadNode* b = nullptr;  ///< the column operand (independent of rows)
+  /// The store's index is contiguous in cols and its value computes lane by
+  /// lane along them (lane_wise_along): a tile's row of sums can go through
+  /// the epilogue and to memory as one vector.
+  bool row_vectors = false;
 };
+
+/// Whether `e` depends on `var`.
+[[nodiscard]] bool depends_on(const te::Expr& e, const te::VarNode* var);
+
+/// Whether `e` computes lane by lane for consecutive values of `j` with
+/// vector instructions: every load either reads along j contiguously (its
+/// last index j, no other depending on it) or not at all, j appears nowhere
+/// else, nothing can fail (no checked load or op) or needs a loop (the only
+/// reduction is `sum`, whose value is given), and no integer division,
+/// remainder or power (x86 has no vector instructions for them).
+[[nodiscard]] bool lane_wise_along(const te::Expr& e, const te::VarNode* j, const te::ReduceNode* sum);
 
 /// The dot-product form of `stage` of `kernel`, or nullopt if it is not one.
 [[nodiscard]] std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const Stage& stage);

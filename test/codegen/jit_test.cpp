@@ -579,44 +579,52 @@ TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and 
 TEST_CASE("jit: a product's epilogue is folded into its stage and applied to its complete sums", "[jit]") {
   // dense(x, w, bias) * scale: the sum, its bias and the scale in one stage
   // with no temporary; the scale is not additive, so an epilogue applied
-  // to a chunk's partial sums (k over 1024) would show.
+  // to a chunk's partial sums (k over 1024) would show. The scale is [m, n]
+  // (read along the columns) or [m, 1] (one value per row, broadcast): both
+  // go through the epilogue a tile row at a time, as vectors.
   SymbolicInputs input;
   const ir::Dim m("m"), k("k"), n("n");
-  const std::vector<te::Tensor> in{input({m, k}, "x"), input({n, k}, "w"), input({n}, "bias"),
-                                   input({m, n}, "scale")};
-  const te::Tensor d = ops::dense().compute(std::span(in).first(3), {})[0];
-  const std::vector<te::Tensor> out = ops::mul().compute(std::vector<te::Tensor>{d, in[3]}, {});
-  const codegen::KernelIR ir = codegen::lower_to_kernel_ir("dense_mul", in, out);
-  INFO(codegen::to_string(ir));
-  CHECK(ir.stages.size() == 1);
-  CHECK(ir.buffers.size() == in.size() + 1);
-  CHECK(stages_matching(in, out, codegen::match_dot_product) == 1);
+  const std::vector<te::Tensor> dense_in{input({m, k}, "x"), input({n, k}, "w"), input({n}, "bias")};
+  const te::Tensor d = ops::dense().compute(dense_in, {})[0];
+  for (const bool per_row : {false, true}) {
+    INFO((per_row ? "scale [m, 1]" : "scale [m, n]"));
+    std::vector<te::Tensor> in = dense_in;
+    in.push_back(per_row ? input({m, 1}, "scale") : input({m, n}, "scale"));
+    const std::vector<te::Tensor> out = ops::mul().compute(std::vector<te::Tensor>{d, in[3]}, {});
+    const codegen::KernelIR ir = codegen::lower_to_kernel_ir("dense_mul", in, out);
+    INFO(codegen::to_string(ir));
+    CHECK(ir.stages.size() == 1);
+    CHECK(ir.buffers.size() == in.size() + 1);
+    const std::optional<codegen::DotProductStage> dot = codegen::match_dot_product(ir, ir.stages[0]);
+    REQUIRE(dot);
+    CHECK(dot->row_vectors);
+
+    const Ref<Kernel> kernel = codegen::compile_cpu_kernel("dense_mul", in, out);
+    Rng rng(per_row ? 6 : 5);
+    const Range values{.lo = -1, .hi = 1, .specials = false};
+    for (const std::int64_t depth : {0, 5, 16, 1024, 1030, 2049, 3100})
+      for (const std::int64_t rows : {1, 5})
+        for (const std::int64_t cols : {3, 9}) {
+          INFO("m " << rows << " n " << cols << " k " << depth);
+          const std::vector<Tensor> args{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                         random_tensor(rng, {cols, depth}, DType::f32, values),
+                                         random_tensor(rng, {cols}, DType::f32, values),
+                                         random_tensor(rng, {rows, per_row ? 1 : cols}, DType::f32, values)};
+          const Value dense = ops::dense().reference(std::vector<Value>(args.begin(), args.begin() + 3), {});
+          const Value expected = ops::mul().reference(std::vector<Value>{dense, args[3]}, {});
+          const auto [one, two] = run_on_one_and_two_threads(*kernel, args, {rows, cols});
+          const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
+          CHECK_THAT(one, IsCloseTo(expected.tensor(), tolerance));
+          CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+        }
+  }
   // A GELU is no epilogue for scalar sums: it stays a stage of its own, which vectorizes.
   const std::vector<te::Tensor> gelu = ops::gelu().compute(std::vector<te::Tensor>{d}, {});
-  CHECK(codegen::lower_to_kernel_ir("dense_gelu", std::span(in).first(3), gelu).stages.size() == 2);
+  CHECK(codegen::lower_to_kernel_ir("dense_gelu", dense_in, gelu).stages.size() == 2);
   // A sum read twice (softmax's max, by the exp and the sum) stays materialized.
   const std::vector<te::Tensor> soft_in{input({m, n}, "s")};
   const std::vector<te::Tensor> soft = ops::softmax().compute(soft_in, {{"axis", std::int64_t{-1}}});
   CHECK(codegen::lower_to_kernel_ir("softmax", soft_in, soft).stages.size() == 3);
-
-  const Ref<Kernel> kernel = codegen::compile_cpu_kernel("dense_mul", in, out);
-  Rng rng(5);
-  const Range values{.lo = -1, .hi = 1, .specials = false};
-  for (const std::int64_t depth : {0, 5, 16, 1024, 1030, 2049, 3100})
-    for (const std::int64_t rows : {1, 5})
-      for (const std::int64_t cols : {3, 9}) {
-        INFO("m " << rows << " n " << cols << " k " << depth);
-        const std::vector<Tensor> args{random_tensor(rng, {rows, depth}, DType::f32, values),
-                                       random_tensor(rng, {cols, depth}, DType::f32, values),
-                                       random_tensor(rng, {cols}, DType::f32, values),
-                                       random_tensor(rng, {rows, cols}, DType::f32, values)};
-        const Value dense = ops::dense().reference(std::vector<Value>(args.begin(), args.begin() + 3), {});
-        const Value expected = ops::mul().reference(std::vector<Value>{dense, args[3]}, {});
-        const auto [one, two] = run_on_one_and_two_threads(*kernel, args, {rows, cols});
-        const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
-        CHECK_THAT(one, IsCloseTo(expected.tensor(), tolerance));
-        CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
-      }
 }
 
 TEST_CASE("jit: the VM uses JIT kernels by default and counts their compilation", "[jit]") {

@@ -415,12 +415,24 @@ class FunctionEmitter {
       // A vector loop's load reads the lanes in the mask at its iv, or at
       // a constant offset from it (lane_wise checked that every lane of the
       // loop is in the buffer): the offset is the load's index at iv = 0.
+      // A load that does not move with the lanes (a tile row's epilogue
+      // reading along its rows: lane_wise_along) is one element for all.
       llvm::Value* at = vector_iv_;
       if (!(l.indices.size() == 1 && l.indices[0].get() == vector_var_)) {
         const unsigned lanes = std::exchange(vector_lanes_, 0);
+        const bool along = std::any_of(l.indices.begin(), l.indices.end(),
+                                       [&](const Expr& i) { return depends_on(i, vector_var_); });
+        if (!along) {
+          llvm::Value* x = load(l);
+          vector_lanes_ = lanes;
+          return b_.CreateVectorSplat(lanes, x);
+        }
+        const auto bound = vars_.find(vector_var_);
+        llvm::Value* saved = bound != vars_.end() ? bound->second : nullptr;
         vars_[vector_var_] = b_.getInt64(0);
         at = b_.CreateAdd(vector_iv_, flat_index(l), "", true, true);
-        vars_.erase(vector_var_);
+        if (saved) vars_[vector_var_] = saved;
+        else vars_.erase(vector_var_);
         vector_lanes_ = lanes;
       }
       llvm::Type* type = value_type(memory_type(c_, t.dtype()));
@@ -916,6 +928,20 @@ class FunctionEmitter {
     std::vector<llvm::Value*> sums;
     for (llvm::AllocaInst* a : acc) sums.push_back(b_.CreateLoad(vector_, a));
     sums = lane_sums(std::move(sums));
+    if (nr > 1 && d.row_vectors) {
+      for (int r = 0; r < mr; ++r) {
+        at(row, i, r);
+        at(col, j, 0);
+        llvm::Value* row_sums = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), nr));
+        for (int c = 0; c < nr; ++c)
+          row_sums = b_.CreateInsertElement(row_sums, sums[static_cast<std::size_t>(r * nr + c)], c);
+        store_tile_row(row_sums, j, static_cast<unsigned>(nr), kc);
+      }
+      vars_.erase(kv);
+      if (row) vars_.erase(row);
+      vars_.erase(col);
+      return;
+    }
     for (int r = 0; r < mr; ++r)
       for (int c = 0; c < nr; ++c) {
         at(row, i, r);
@@ -942,6 +968,38 @@ class FunctionEmitter {
     vars_.erase(kv);
     if (row) vars_.erase(row);
     vars_.erase(col);
+  }
+
+  // A tile's row of `n` complete sums (or a chunk's partial ones) at
+  // columns j.. of the row the vars give: with its init (or what the
+  // chunks before left), through the epilogue and into the output as one
+  // vector each (DotProductStage::row_vectors), as a vector loop computes
+  // its lanes, instead of n scalar epilogues and stores.
+  void store_tile_row(llvm::Value* row_sums, llvm::Value* j, unsigned n, const KChunk& kc) {
+    const DotProductStage& d = *dot_;
+    llvm::Value* at = element_ptr(d.store->buffer, expr(d.store->index));
+    vector_lanes_ = n;
+    vector_var_ = d.cols->var.node();
+    vector_iv_ = j;
+    vector_mask_ = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    llvm::Type* type = row_sums->getType();
+    llvm::Value* start = expr(d.sum->init);
+    if (kc.first != b_.getTrue()) {
+      llvm::LoadInst* so_far = b_.CreateAlignedLoad(type, at, llvm::Align(4));
+      annotate(so_far, d.store->buffer);
+      start = b_.CreateSelect(kc.first, start, so_far);
+    }
+    llvm::Value* total = b_.CreateFAdd(start, row_sums);
+    if (d.store->value.get() != d.sum) {
+      sums_[d.sum] = total;
+      llvm::Value* out = expr(d.store->value);
+      sums_.erase(d.sum);
+      total = kc.last == b_.getTrue() ? out : b_.CreateSelect(kc.last, out, total);
+    }
+    annotate(b_.CreateAlignedStore(total, at, llvm::Align(4)), d.store->buffer);
+    vector_lanes_ = 0;
+    vector_var_ = nullptr;
+    vector_iv_ = vector_mask_ = nullptr;
   }
 
   // The sum of the lanes of each of `vectors` (of equal width), by a tree
