@@ -441,14 +441,15 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   const Ref<Kernel> bmm = codegen::compile_cpu_kernel("batch_matmul", bmm_in, bmm_out);
   Rng rng(12);
   const Range values{.lo = -1, .hi = 1, .specials = false};
-  // Rows around the tile's 6 and past the 24 that pack b (on 1 thread and
-  // on 2), columns around one and two vectors of 4, 8 and 16 lanes (the
-  // masked tail), k around nothing and past a panel's 256.
-  const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61};
+  // Rows around the tile's 6, past the 24 that pack b (on 1 thread and on
+  // 2) and past two blocks of 480 rows, columns around one and two vectors
+  // of 4, 8 and 16 lanes (the masked tail), k around nothing and past a
+  // panel's 256.
+  const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61, 1000};
   const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
   const std::int64_t ks[] = {0, 1, 3, 64, 301};
   for (int trial = 0; trial < 40; ++trial) {
-    const std::int64_t rows = ms[pick(rng, 0, 6)], cols = ns[pick(rng, 0, 11)], depth = ks[pick(rng, 0, 4)];
+    const std::int64_t rows = ms[pick(rng, 0, 7)], cols = ns[pick(rng, 0, 11)], depth = ks[pick(rng, 0, 4)];
     INFO("m " << rows << " n " << cols << " k " << depth);
     // Each element sums over k in order, with a fused multiply-add per step.
     const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};

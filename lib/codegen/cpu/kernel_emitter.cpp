@@ -1107,6 +1107,12 @@ class FunctionEmitter {
       const Panel block{.data = panel,
                         .k_begin = pc,
                         .k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(panel_k), b_.CreateSub(k, pc))};
+      // Rows in blocks, so that a block's rows of a over the panel's k
+      // (kOuterRowBlock × panel_k floats, 240 KiB) stay in L2 while every
+      // panel of columns passes over them: over all the rows (SGEMM's 2048:
+      // 1 MiB) each panel would read them from L3.
+      stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRowBlock), false, [&](llvm::Value* ib) {
+      llvm::Value* ib_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(ib, kOuterRowBlock), rows_end);
       stepped_loop(b_.getInt64(0), whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
         loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
           vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
@@ -1119,10 +1125,11 @@ class FunctionEmitter {
         });
         vars_.erase(kv);
         vars_.erase(col);
-        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
+        llvm::Value* i = stepped_loop(ib, ib_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
           outer_product_tile(i0, kOuterRows, j0, 2, nullptr, &block);
         });
-        loop(i, rows_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &block); });
+        loop(i, ib_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &block); });
+      });
       });
     });
   }
@@ -1229,6 +1236,9 @@ class FunctionEmitter {
   // shapes: at 16 rows it lost, at 24 and more it won).
   static constexpr std::int64_t kPanelFloats = 4096;
   static constexpr std::int64_t kPackedMinRows = 4 * kOuterRows;
+  // Rows of a packed_panels' row block: whole tiles (only the last block
+  // has single rows).
+  static constexpr std::int64_t kOuterRowBlock = 80 * kOuterRows;
 
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
