@@ -448,8 +448,13 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61, 1000};
   const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
   const std::int64_t ks[] = {0, 1, 3, 64, 301};
-  for (int trial = 0; trial < 40; ++trial) {
-    const std::int64_t rows = ms[pick(rng, 0, 7)], cols = ns[pick(rng, 0, 11)], depth = ks[pick(rng, 0, 4)];
+  // Then, whatever the draws, two row blocks and more with whole panels.
+  const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}};
+  for (std::size_t trial = 0; trial < 40 + std::size(fixed); ++trial) {
+    const bool drawn = trial < 40;
+    const std::int64_t rows = drawn ? ms[pick(rng, 0, 7)] : fixed[trial - 40][0];
+    const std::int64_t cols = drawn ? ns[pick(rng, 0, 11)] : fixed[trial - 40][1];
+    const std::int64_t depth = drawn ? ks[pick(rng, 0, 4)] : fixed[trial - 40][2];
     INFO("m " << rows << " n " << cols << " k " << depth);
     // Each element sums over k in order, with a fused multiply-add per step.
     const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
