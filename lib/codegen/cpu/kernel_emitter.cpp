@@ -96,11 +96,6 @@ struct Panel {
   llvm::Value* data;
   llvm::Value* k_begin;
   llvm::Value* k_size;
-  // a's rows from a_row0 over the same k, packed: row r's step kk at
-  // a_data[(r - a_row0) * a_stride + kk] (null: a is read in place).
-  llvm::Value* a_data = nullptr;
-  llvm::Value* a_row0 = nullptr;
-  std::int64_t a_stride = 0;
 };
 
 class FunctionEmitter {
@@ -1107,10 +1102,6 @@ class FunctionEmitter {
     const int b_buffer = buffer_of(op.b->tensor);
     llvm::AllocaInst* panel = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kPanelFloats)));
     panel->setAlignment(llvm::Align(64));
-    llvm::AllocaInst* a_block =
-        local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kOuterRowBlock * panel_k)));
-    a_block->setAlignment(llvm::Align(64));
-    const te::VarNode* row = op.rows->var.node();
     llvm::Value* k = expr(op.k->extent);
     stepped_loop(b_.getInt64(0), k, b_.getInt64(panel_k), false, [&](llvm::Value* pc) {
       const Panel block{.data = panel,
@@ -1120,25 +1111,8 @@ class FunctionEmitter {
       // (kOuterRowBlock × panel_k floats, 240 KiB) stay in L2 while every
       // panel of columns passes over them: over all the rows (SGEMM's 2048:
       // 1 MiB) each panel would read them from L3.
-      // The block's rows of a are packed too: contiguous, they stay in L2
-      // whatever a's row stride (a power of two maps rows 8 KiB apart,
-      // SGEMM's 2048, to a few of L2's sets, which hold no 480 of them).
       stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRowBlock), false, [&](llvm::Value* ib) {
       llvm::Value* ib_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(ib, kOuterRowBlock), rows_end);
-      loop(ib, ib_end, [&](llvm::Value* ii) {
-        vars_[row] = ii;
-        llvm::Value* base = b_.CreateMul(b_.CreateSub(ii, ib), b_.getInt64(panel_k));
-        loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
-          vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
-          b_.CreateStore(load(*op.a), b_.CreateInBoundsGEP(b_.getFloatTy(), a_block, b_.CreateAdd(base, kk)));
-        });
-      });
-      vars_.erase(row);
-      vars_.erase(kv);
-      Panel rows_block = block;
-      rows_block.a_data = a_block;
-      rows_block.a_row0 = ib;
-      rows_block.a_stride = panel_k;
       stepped_loop(b_.getInt64(0), whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
         loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
           vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
@@ -1152,9 +1126,9 @@ class FunctionEmitter {
         vars_.erase(kv);
         vars_.erase(col);
         llvm::Value* i = stepped_loop(ib, ib_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
-          outer_product_tile(i0, kOuterRows, j0, 2, nullptr, &rows_block);
+          outer_product_tile(i0, kOuterRows, j0, 2, nullptr, &block);
         });
-        loop(i, ib_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &rows_block); });
+        loop(i, ib_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &block); });
       });
       });
     });
@@ -1242,15 +1216,7 @@ class FunctionEmitter {
       }
       for (int r = 0; r < mr; ++r) {
         if (row) vars_[row] = plus(i0, r);
-        llvm::Value* a_at =
-            panel && panel->a_data
-                ? b_.CreateLoad(b_.getFloatTy(),
-                                b_.CreateInBoundsGEP(b_.getFloatTy(), panel->a_data,
-                                                     b_.CreateAdd(b_.CreateMul(b_.CreateSub(plus(i0, r), panel->a_row0),
-                                                                               b_.getInt64(panel->a_stride)),
-                                                                  kk)))
-                : load(*op.a);
-        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, a_at);
+        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, load(*op.a));
         for (int v = 0; v < nv; ++v) {
           llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
           b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
