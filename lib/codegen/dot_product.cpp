@@ -75,6 +75,13 @@ bool depends_on(const Expr& e, const te::VarNode* var) {
   return found;
 }
 
+bool has_vector_instructions(const te::BinaryNode& b) {
+  if (b.checked) return false;
+  return is_floating(b.a.dtype()) ||
+         !(b.op == te::BinaryOp::div || b.op == te::BinaryOp::floordiv || b.op == te::BinaryOp::rem ||
+           b.op == te::BinaryOp::floormod || b.op == te::BinaryOp::pow);
+}
+
 bool lane_wise_along(const Expr& e, const te::VarNode* j, const te::ReduceNode* sum) {
   switch (e.kind()) {
     case ExprKind::load: {
@@ -84,12 +91,7 @@ bool lane_wise_along(const Expr& e, const te::VarNode* j, const te::ReduceNode* 
     case ExprKind::reduce: return e.get() == sum;
     case ExprKind::var: return e.get() != j;
     case ExprKind::binary: {
-      const auto* b = e.as<te::BinaryNode>();
-      if (b->checked) return false;
-      if (!is_floating(b->a.dtype()) &&
-          (b->op == te::BinaryOp::div || b->op == te::BinaryOp::floordiv || b->op == te::BinaryOp::rem ||
-           b->op == te::BinaryOp::floormod || b->op == te::BinaryOp::pow))
-        return false;
+      if (!has_vector_instructions(*e.as<te::BinaryNode>())) return false;
       break;
     }
     default: break;

@@ -44,12 +44,17 @@ struct DotProductStage {
 /// Whether `e` depends on `var`.
 [[nodiscard]] bool depends_on(const te::Expr& e, const te::VarNode* var);
 
+/// Whether `b` computes lane by lane with x86 vector instructions: it is
+/// not checked (a checked op can fail), nor an integer division, remainder
+/// or power (which x86 has no vector instructions for).
+[[nodiscard]] bool has_vector_instructions(const te::BinaryNode& b);
+
 /// Whether `e` computes lane by lane for consecutive values of `j` with
 /// vector instructions: every load either reads along j contiguously (its
 /// last index j, no other depending on it) or not at all, j appears nowhere
-/// else, nothing can fail (no checked load or op) or needs a loop (the only
-/// reduction is `sum`, whose value is given), and no integer division,
-/// remainder or power (x86 has no vector instructions for them).
+/// else, nothing can fail (no checked load) or needs a loop (the only
+/// reduction is `sum`, whose value is given), and every binary op
+/// has_vector_instructions.
 [[nodiscard]] bool lane_wise_along(const te::Expr& e, const te::VarNode* j, const te::ReduceNode* sum);
 
 /// The dot-product form of `stage` of `kernel`, or nullopt if it is not one.

@@ -199,9 +199,9 @@ class FunctionEmitter {
   // the last partial vector of k is read with masked loads (no element past
   // a row is touched). Columns go in blocks of about kColumnBlockFloats / K,
   // so that the rows of b a block reads stay in L2 while every row tile of
-  // the range passes over them. Sums are folded in vector lanes (lane_sums), so an
-  // element's rounding differs from the scalar loop's (within the
-  // tolerance of any reordered sum).
+  // the range passes over them. Sums are folded in vector lanes
+  // (lane_sums), so an element's rounding differs from the scalar loop's
+  // (within the tolerance of any reordered sum).
   void dot_product_stage(const DotProductStage& dot, const DotTile& tile, llvm::Value* begin, llvm::Value* end) {
     dot_ = &dot;
     tile_ = tile;
@@ -767,7 +767,8 @@ class FunctionEmitter {
     llvm::Value* n = expr(d.cols->extent);
     llvm::Value* tile = b_.getInt64(tile_.cols);
     llvm::Value* cols_begin = begin ? b_.CreateMul(begin, tile, "", true, true) : b_.getInt64(0);
-    llvm::Value* cols_end = end ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, tile, "", true, true), n) : n;
+    llvm::Value* cols_end =
+        end ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, tile, "", true, true), n) : n;
     dot_columns(rows_begin, rows_end, cols_begin, cols_end);
   }
 
@@ -946,24 +947,9 @@ class FunctionEmitter {
       for (int c = 0; c < nr; ++c) {
         at(row, i, r);
         at(col, j, c);
-        llvm::Value* folded = sums[static_cast<std::size_t>(r * nr + c)];
-        llvm::Value* index = expr(d.store->index);
-        llvm::Value* start = expr(d.sum->init);
-        if (kc.first != b_.getTrue()) {
-          llvm::LoadInst* so_far = b_.CreateLoad(b_.getFloatTy(), element_ptr(d.store->buffer, index));
-          annotate(so_far, d.store->buffer);
-          start = b_.CreateSelect(kc.first, start, so_far);
-        }
-        llvm::Value* total = b_.CreateFAdd(start, folded);
-        if (d.store->value.get() != d.sum) {
-          // The epilogue of the complete sum; chunks before the last store
-          // the partial sum the next one starts from.
-          sums_[d.sum] = total;
-          llvm::Value* out = expr(d.store->value);
-          sums_.erase(d.sum);
-          total = kc.last == b_.getTrue() ? out : b_.CreateSelect(kc.last, out, total);
-        }
-        store(d.store->buffer, index, total);
+        llvm::Value* out = element_ptr(d.store->buffer, expr(d.store->index));
+        llvm::Value* total = stored_value(sums[static_cast<std::size_t>(r * nr + c)], out, kc);
+        annotate(b_.CreateAlignedStore(total, out, llvm::Align(4)), d.store->buffer);
       }
     vars_.erase(kv);
     if (row) vars_.erase(row);
@@ -982,24 +968,31 @@ class FunctionEmitter {
     vector_var_ = d.cols->var.node();
     vector_iv_ = j;
     vector_mask_ = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
-    llvm::Type* type = row_sums->getType();
-    llvm::Value* start = expr(d.sum->init);
-    if (kc.first != b_.getTrue()) {
-      llvm::LoadInst* so_far = b_.CreateAlignedLoad(type, at, llvm::Align(4));
-      annotate(so_far, d.store->buffer);
-      start = b_.CreateSelect(kc.first, start, so_far);
-    }
-    llvm::Value* total = b_.CreateFAdd(start, row_sums);
-    if (d.store->value.get() != d.sum) {
-      sums_[d.sum] = total;
-      llvm::Value* out = expr(d.store->value);
-      sums_.erase(d.sum);
-      total = kc.last == b_.getTrue() ? out : b_.CreateSelect(kc.last, out, total);
-    }
+    llvm::Value* total = stored_value(row_sums, at, kc);
     annotate(b_.CreateAlignedStore(total, at, llvm::Align(4)), d.store->buffer);
     vector_lanes_ = 0;
     vector_var_ = nullptr;
     vector_iv_ = vector_mask_ = nullptr;
+  }
+
+  // What a tile stores at `at` for `sums` (one, or in vector mode a row's):
+  // the sum's init (the first chunk of k) or what the chunks before left
+  // there, plus the sums; through the epilogue at the last chunk (chunks
+  // before it store the partial sum the next one starts from).
+  llvm::Value* stored_value(llvm::Value* sums, llvm::Value* at, const KChunk& kc) {
+    const DotProductStage& d = *dot_;
+    llvm::Value* start = expr(d.sum->init);
+    if (kc.first != b_.getTrue()) {
+      llvm::LoadInst* so_far = b_.CreateAlignedLoad(sums->getType(), at, llvm::Align(4));
+      annotate(so_far, d.store->buffer);
+      start = b_.CreateSelect(kc.first, start, so_far);
+    }
+    llvm::Value* total = b_.CreateFAdd(start, sums);
+    if (d.store->value.get() == d.sum) return total;
+    sums_[d.sum] = total;
+    llvm::Value* out = expr(d.store->value);
+    sums_.erase(d.sum);
+    return kc.last == b_.getTrue() ? out : b_.CreateSelect(kc.last, out, total);
   }
 
   // The sum of the lanes of each of `vectors` (of equal width), by a tree
@@ -1054,7 +1047,8 @@ class FunctionEmitter {
     std::vector<llvm::Value*> sums(vectors.size());
     for (const Partial& p : parts)
       for (std::size_t g = 0; g < p.ids.size(); ++g)
-        if (p.ids[g] >= 0) sums[static_cast<std::size_t>(p.ids[g])] = b_.CreateExtractElement(p.v, g * static_cast<std::uint64_t>(width));
+        if (p.ids[g] >= 0)
+          sums[static_cast<std::size_t>(p.ids[g])] = b_.CreateExtractElement(p.v, g * static_cast<std::uint64_t>(width));
     return sums;
   }
 
@@ -1392,12 +1386,7 @@ bool lane_wise(const Expr& e, const te::VarNode* var, const Expr& extent) {
     case ExprKind::reduce: return false;
     case ExprKind::var: return e.as<te::VarNode>() != var;
     case ExprKind::binary: {
-      const auto* b = e.as<te::BinaryNode>();
-      if (b->checked) return false;
-      if (!is_floating(b->a.dtype()) &&
-          (b->op == BinaryOp::div || b->op == BinaryOp::floordiv || b->op == BinaryOp::rem ||
-           b->op == BinaryOp::floormod || b->op == BinaryOp::pow))
-        return false;
+      if (!has_vector_instructions(*e.as<te::BinaryNode>())) return false;
       break;
     }
     default: break;
