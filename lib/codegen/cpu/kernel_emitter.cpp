@@ -805,10 +805,12 @@ class FunctionEmitter {
     // need no single-row tiles, fewer than a tile's no whole tiles; columns
     // a multiple of the tile's (the threads' ranges and the blocks are whole
     // tiles) no single-column tiles; a k of whole vectors no masked tail.
-    const std::optional<std::int64_t> m = rows_end ? constant(rows_end) : std::nullopt;
+    // The rows' count if known, else -1 (not an optional made by a ternary:
+    // GCC 12 at -O1 takes its value for maybe uninitialized).
+    const std::int64_t m = rows_end ? constant(rows_end).value_or(-1) : -1;
     const std::optional<std::int64_t> n = constant(expr(d.cols->extent));
     const std::optional<std::int64_t> known_k = constant(k);
-    const bool whole_rows = !m || *m >= tile_.rows, rest_rows = !m || *m % tile_.rows != 0;
+    const bool whole_rows = m < 0 || m >= tile_.rows, rest_rows = m < 0 || m % tile_.rows != 0;
     const bool whole_cols = n && *n % nr == 0;
     const bool whole_vectors = known_k && *known_k % static_cast<std::int64_t>(tile_.lanes) == 0;
     const auto rows = [&](llvm::Value* jc, llvm::Value* jend, const KChunk& kc) {
