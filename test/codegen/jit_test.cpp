@@ -442,19 +442,20 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   Rng rng(12);
   const Range values{.lo = -1, .hi = 1, .specials = false};
   // Rows around the tile's 6, past the 24 that pack b (on 1 thread and on
-  // 2) and past two blocks of 480 rows, columns around one and two vectors
-  // of 4, 8 and 16 lanes (the masked tail), k around nothing and past a
-  // panel's 256.
+  // 2) and past two blocks of at most 480 rows (1000: three of 336, 336
+  // and 328 on one thread, two of 252 and 248 on each of two), columns
+  // around one and two vectors of 4, 8 and 16 lanes (the masked tail), k
+  // around nothing and past a panel's 256 (16 lanes) and 512 (8 lanes).
   const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61, 1000};
   const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
-  const std::int64_t ks[] = {0, 1, 3, 64, 301};
+  const std::int64_t ks[] = {0, 1, 3, 64, 301, 530};
   // Then, whatever the draws, two row blocks and more with whole panels.
-  const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}};
+  const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}, {1000, 33, 530}};
   for (std::size_t trial = 0; trial < 40 + std::size(fixed); ++trial) {
     const bool drawn = trial < 40;
     const std::int64_t rows = drawn ? ms[pick(rng, 0, 7)] : fixed[trial - 40][0];
     const std::int64_t cols = drawn ? ns[pick(rng, 0, 11)] : fixed[trial - 40][1];
-    const std::int64_t depth = drawn ? ks[pick(rng, 0, 4)] : fixed[trial - 40][2];
+    const std::int64_t depth = drawn ? ks[pick(rng, 0, 5)] : fixed[trial - 40][2];
     INFO("m " << rows << " n " << cols << " k " << depth);
     // Each element sums over k in order, with a fused multiply-add per step.
     const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
