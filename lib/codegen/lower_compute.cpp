@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "codegen/kernel_ir.hpp"
+#include "codegen/simplify_index.hpp"
 #include "support/check.hpp"
 
 namespace nimble::codegen {
@@ -360,7 +361,12 @@ class Lowering {
     const int b = kernel_.buffer_of.at(t.get());
     const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
     const std::vector<Expr>& shape = buffer.shape();
-    Expr body = inline_expr(t->body);
+    // Indices through reshapes (floordiv, floormod by the dims) simplified
+    // with the axes' extents: a transposed copy reads contiguously.
+    VarBounds bounds;
+    for (std::size_t d = 0; d < t->axes.size(); ++d)
+      if (const std::optional<std::int64_t> n = te::as_int(shape[d]); n && *n >= 1) bounds[t->axes[d].node()] = *n - 1;
+    Expr body = simplify_load_indices(inline_expr(t->body), bounds);
     if (lower_reduction_outside(t, body, b)) return;
     Stage stage{.name = t.name(), .output = b, .body = nullptr, .work = te::product(shape)};
     // The reduction (or a folded one, fold_reductions) sums over its axes per element.
