@@ -90,6 +90,31 @@ DotTile dot_tile(unsigned vector_bits) {
   return {std::max(4u, vector_bits / 32), 4, 3};
 }
 
+// Rows of an outer-product tile: 6 × 2 vectors of sums, two of b and one
+// of a broadcast fit 16 vector registers.
+constexpr int kOuterRows = 6;
+// Vectors of columns of a single row's outer-product tile.
+constexpr int kSingleRowVectors = 4;
+
+// The value `extent` has in every call of the kernel: a constant, or a Var
+// the kernel's bucket makes exact (a specialized kernel's).
+std::optional<std::int64_t> fixed_value(const KernelIR& kernel, const te::Expr& extent) {
+  if (const std::optional<std::int64_t> c = te::as_int(extent)) return c;
+  for (const KernelIR::Binding& b : kernel.bindings)
+    if (b.var.same_as(extent) && b.bucket.exact >= 0) return b.bucket.exact;
+  return std::nullopt;
+}
+
+// Whether an outer-product stage's threads split its columns: no loop
+// outside its rows and fewer rows than a tile's in every call (a kernel
+// specialized for [1, k] x [k, n]). Split by its rows, it would run on one
+// thread; by columns, each thread streams its share of b.
+bool splits_columns(const KernelIR& kernel, const OuterProductStage& op) {
+  if (!op.outer.empty() || op.rows == nullptr) return false;
+  const std::optional<std::int64_t> rows = fixed_value(kernel, op.rows->extent);
+  return rows && *rows < kOuterRows;
+}
+
 // A panel of an outer-product stage's b: steps [k_begin, k_begin + k_size)
 // of k, each two contiguous vectors of columns.
 struct Panel {
@@ -215,8 +240,10 @@ class FunctionEmitter {
   // two vectors of columns (then one masked vector at a time for the rest),
   // their sums in registers across k, added to the output (which the stage
   // before set to init). Each element still sums over k in order.
-  void outer_product_stage(const OuterProductStage& op, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
+  void outer_product_stage(const OuterProductStage& op, unsigned lanes, bool split_columns, llvm::Value* begin,
+                           llvm::Value* end) {
     op_ = &op;
+    split_columns_ = split_columns;
     tile_.lanes = lanes;
     vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), lanes);
     around(op.outer, begin, end, [&](llvm::Value* b, llvm::Value* e) { outer_product_tiles(b, e); });
@@ -1119,15 +1146,23 @@ class FunctionEmitter {
   void outer_product_tiles(llvm::Value* begin, llvm::Value* end) {
     const OuterProductStage& op = *op_;
     for (const Stmt* u : op.unit) vars_[u->var.node()] = b_.getInt64(0);
+    llvm::Value* n = expr(op.cols->extent);
     if (!op.rows) {
-      outer_product_columns(nullptr, 1, b_.getInt64(0));
+      outer_product_columns(nullptr, 1, b_.getInt64(0), n);
+      return;
+    }
+    if (split_columns_) {
+      // [begin, end) are single-row tiles of columns (split_range); every row.
+      llvm::Value* unit = b_.getInt64(kSingleRowVectors * static_cast<std::int64_t>(tile_.lanes));
+      llvm::Value* from = begin ? b_.CreateMul(begin, unit, "", true, true) : b_.getInt64(0);
+      llvm::Value* to = end ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, unit, "", true, true), n) : n;
+      loop(b_.getInt64(0), expr(op.rows->extent), [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, to); });
       return;
     }
     llvm::Value* rows_begin = begin ? begin : b_.getInt64(0);
     llvm::Value* rows_end = end ? end : expr(op.rows->extent);
     // With enough rows, the whole panels of columns go through packed_panels;
     // the columns left (and all, with few rows) are read from b in place.
-    llvm::Value* n = expr(op.cols->extent);
     llvm::Value* nr = b_.getInt64(2 * static_cast<std::int64_t>(tile_.lanes));
     llvm::Value* packed = b_.CreateICmpSGE(b_.CreateSub(rows_end, rows_begin), b_.getInt64(kPackedMinRows));
     llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(n, nr), nr);
@@ -1140,8 +1175,8 @@ class FunctionEmitter {
     b_.CreateBr(rest);
     b_.SetInsertPoint(rest);
     llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true,
-                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from); });
-    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from); });
+                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from, n); });
+    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, n); });
   }
 
   // Columns [0, whole) (whole panels) of rows [rows_begin, rows_end): for
@@ -1204,9 +1239,8 @@ class FunctionEmitter {
                                 b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(2 * lanes)), b_.getInt64(v * lanes)));
   }
 
-  // Tiles of rows from i0 over the columns from `from` to the end, reading b in place.
-  void outer_product_columns(llvm::Value* i0, int mr, llvm::Value* from) {
-    llvm::Value* n = expr(op_->cols->extent);
+  // Tiles of rows from i0 over columns [from, n), reading b in place.
+  void outer_product_columns(llvm::Value* i0, int mr, llvm::Value* from, llvm::Value* n) {
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     // A single row goes four vectors at a time first: each step of k then
     // reads 256 contiguous bytes of b's row, not 128, and a matrix-vector
@@ -1311,11 +1345,7 @@ class FunctionEmitter {
 
   llvm::Value* plus(llvm::Value* v, std::int64_t n) { return n == 0 ? v : b_.CreateAdd(v, b_.getInt64(n), "", true, true); }
 
-  // Rows of an outer-product tile: 6 × 2 vectors of sums, two of b and one
-  // of a broadcast fit 16 vector registers.
-  static constexpr int kOuterRows = 6;
-  // Vectors of columns of a single row's tile (outer_product_columns).
-  static constexpr int kSingleRowVectors = 4;
+
   // A panel of b: 32 KiB (256 steps of k), on the stack. Half as many
   // passes over the output as with 16 KiB (each adds a tile's sums to it):
   // SGEMM 2048 4% faster on Zen 4 (32 KiB L1: the panel streams from L2
@@ -1352,6 +1382,7 @@ class FunctionEmitter {
   std::unordered_map<const te::VarNode*, llvm::Value*> vars_;
   const DotProductStage* dot_ = nullptr;  // while emitting a dot-product stage
   const OuterProductStage* op_ = nullptr;  // while emitting an outer-product stage
+  bool split_columns_ = false;             // its threads' ranges are of columns (splits_columns)
   DotTile tile_;
   llvm::FixedVectorType* vector_ = nullptr;
   // While emitting a vector loop's body: its lanes (0 otherwise), its iv
@@ -1378,7 +1409,9 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
 // splits its columns, in whole column tiles: each thread then reads its
 // share of b and all of a (rows would have every thread read all of b, the
 // weights, for a few rows each), and with a number of columns that is a
-// multiple of the tile's, no thread has a partial tile.
+// multiple of the tile's, no thread has a partial tile; so does an
+// outer-product stage of fewer rows than a tile (splits_columns), in whole
+// single-row tiles.
 struct SplitRange {
   const Expr* extent;
   std::int64_t unit = 1;
@@ -1388,6 +1421,8 @@ SplitRange split_range(const KernelIR& kernel, const Stage& stage, const CpuEmit
   if (!options.register_tiles) return {&stage.body->extent};
   if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
     return {&dot->cols->extent, dot_tile(options.vector_bits).cols};
+  if (const std::optional<OuterProductStage> op = match_outer_product(kernel, stage); op && splits_columns(kernel, *op))
+    return {&op->cols->extent, kSingleRowVectors * static_cast<std::int64_t>(dot_tile(options.vector_bits).lanes)};
   return {&stage.body->extent};
 }
 
@@ -1562,7 +1597,8 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   else if (dot)
     e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));
   else if (op)
-    e.outer_product_stage(*op, dot_tile(options.vector_bits).lanes, e.arg(3), e.arg(4));
+    e.outer_product_stage(*op, dot_tile(options.vector_bits).lanes, splits_columns(state.kernel, *op), e.arg(3),
+                          e.arg(4));
   else
     e.stmt(*stage.body, e.arg(3), e.arg(4));
   e.builder().CreateRet(e.builder().getInt32(0));
