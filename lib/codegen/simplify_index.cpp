@@ -10,7 +10,6 @@ namespace {
 
 using te::BinaryOp;
 using te::Expr;
-using te::ExprKind;
 
 // c·atom; an atom is anything but +, -, and × by a constant.
 struct Term {
@@ -24,7 +23,7 @@ struct Linear {
   std::int64_t constant = 0;
 };
 
-// Floor division and its remainder (0 <= r < d for d > 0).
+// n / d rounded toward -inf, for d > 0 (so that n - q·d lies in [0, d)).
 std::int64_t floor_div(std::int64_t n, std::int64_t d) {
   const std::int64_t q = n / d;
   return (n % d != 0 && n < 0) ? q - 1 : q;
@@ -36,7 +35,7 @@ class Simplifier {
 
   Expr run(const Expr& e) {
     if (const auto* b = e.as<te::BinaryNode>();
-        b != nullptr && (b->op == BinaryOp::floordiv || b->op == BinaryOp::floormod) && is_integer(e.dtype()))
+        b != nullptr && (b->op == BinaryOp::floordiv || b->op == BinaryOp::floormod) && e.dtype() == DType::i64)
       if (const std::optional<std::int64_t> c = te::as_int(b->b); c && *c > 0)
         if (std::optional<Expr> s = divide(*b, *c)) return *s;
     return te::map_children(e, [&](const Expr& child) { return run(child); });
@@ -73,7 +72,9 @@ class Simplifier {
 
   // Adds scale·e to `out`; false on overflow.
   bool linear(const Expr& e, std::int64_t scale, Linear& out) {
-    if (!is_integer(e.dtype())) return false;
+    // i64 only: index math, where nothing wraps (a narrower type's wrapping
+    // is not linear).
+    if (e.dtype() != DType::i64) return false;
     if (const std::optional<std::int64_t> v = te::as_int(e)) {
       std::int64_t product = 0;
       return !__builtin_mul_overflow(*v, scale, &product) && !__builtin_add_overflow(out.constant, product, &out.constant);

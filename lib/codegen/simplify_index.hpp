@@ -27,7 +27,7 @@ namespace nimble::codegen {
 /// of constant extent.
 using VarBounds = std::unordered_map<const te::VarNode*, std::int64_t>;
 
-/// `index` (an integer expression) with each floordiv and floormod by a
+/// `index` (an i64 expression) with each floordiv and floormod by a
 /// positive constant simplified as above; `index` itself where nothing
 /// simplifies (the same node, so that identity tests still hold).
 [[nodiscard]] te::Expr simplify_index(const te::Expr& index, const VarBounds& bounds);

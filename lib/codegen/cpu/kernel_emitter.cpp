@@ -237,9 +237,10 @@ class FunctionEmitter {
   }
 
   // An outer-product stage (dot_product.hpp) as tiles of kOuterRows rows ×
-  // two vectors of columns (then one masked vector at a time for the rest),
-  // their sums in registers across k, added to the output (which the stage
-  // before set to init). Each element still sums over k in order.
+  // two vectors of columns (a single row: four vectors, then two; then one
+  // masked vector at a time for the rest), their sums in registers across
+  // k, added to the output (which the stage before set to init). Each
+  // element still sums over k in order.
   void outer_product_stage(const OuterProductStage& op, unsigned lanes, bool split_columns, llvm::Value* begin,
                            llvm::Value* end) {
     op_ = &op;
@@ -995,16 +996,18 @@ class FunctionEmitter {
 
   // Where the tile at rows i.., columns j.. prefetches b from (one line a
   // step): rows of the same tile in the next chunk of k, or after the last
-  // chunk, of the next column block, or past the last block, of the first
-  // one of the next iteration of the innermost outer loop (BERT's next head). The first row
-  // tile to pass over a block would otherwise wait for b's rows from memory
-  // (the weights of a model's layer are in no cache: BERT's [64, 768] x
-  // [768, 768]^T took 17% longer with a weight it had not just used); so
-  // the next block comes in while this one is computed. Every row tile
-  // fetches one row of each tile, the k-th row tile row k mod nr; a single
-  // row (a matrix-vector product: one pass over b) fetches all of them.
-  // Prefetches never fault: the indices are kept in their extents only not
-  // to fetch lines nothing reads.
+  // chunk, in the next column block, or past the last block, in the first
+  // one of the next iteration of the innermost outer loop (BERT's next
+  // head). The first row tile to pass over a block would otherwise wait for
+  // b's rows from memory (a model's weights are in no cache when its layer
+  // runs: BERT's [64, 768] x [768, 768]^T took 17% longer with a weight it
+  // had not just used); so the next block comes in while this one is
+  // computed. Every row tile fetches one row of each tile, the k-th row
+  // tile row k mod nr. A stage without a row loop (a matrix-vector product,
+  // W1's and W2's steps) fetches nothing: its weights stay in L2 or L3
+  // between calls, and the prefetches cost W2 5-10%. Prefetches never
+  // fault: the indices are kept in their extents only not to fetch lines
+  // nothing reads.
   std::vector<llvm::Value*> next_block_rows(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc) {
     const DotProductStage& d = *dot_;
     if (nr != tile_.cols || i == nullptr) return {};
@@ -1034,13 +1037,8 @@ class FunctionEmitter {
       if (outer) vars_[outer] = outer_at;
       return p;
     };
-    std::vector<llvm::Value*> rows;
-    if (i == nullptr) {
-      for (int c = 0; c < nr; ++c) rows.push_back(row_at(b_.getInt64(c)));
-    } else {
-      llvm::Value* tile = mr > 1 ? b_.CreateUDiv(i, b_.getInt64(mr)) : i;
-      rows.push_back(row_at(b_.CreateURem(tile, b_.getInt64(nr))));
-    }
+    llvm::Value* tile = mr > 1 ? b_.CreateUDiv(i, b_.getInt64(mr)) : i;
+    std::vector<llvm::Value*> rows{row_at(b_.CreateURem(tile, b_.getInt64(nr)))};
     vars_[kv] = k_at;
     return rows;
   }
@@ -1199,8 +1197,9 @@ class FunctionEmitter {
     // 480 + 480 + 64 (whose panels would be packed for 10 tiles).
     llvm::Value* rows = b_.CreateSub(rows_end, rows_begin);
     llvm::Value* blocks = b_.CreateUDiv(plus(rows, kOuterRowBlock - 1), b_.getInt64(kOuterRowBlock));
-    llvm::Value* tiles = b_.CreateUDiv(plus(b_.CreateUDiv(b_.CreateSub(rows, b_.getInt64(1)), blocks), kOuterRows), b_.getInt64(kOuterRows));
-    llvm::Value* row_block = b_.CreateMul(tiles, b_.getInt64(kOuterRows));
+    llvm::Value* per_block = b_.CreateUDiv(b_.CreateSub(rows, b_.getInt64(1)), blocks);  // rows a block, less one
+    llvm::Value* row_block =
+        b_.CreateMul(b_.CreateUDiv(plus(per_block, kOuterRows), b_.getInt64(kOuterRows)), b_.getInt64(kOuterRows));
     stepped_loop(b_.getInt64(0), k, b_.getInt64(panel_k), false, [&](llvm::Value* pc) {
       const Panel block{.data = panel,
                         .k_begin = pc,
@@ -1344,7 +1343,6 @@ class FunctionEmitter {
   }
 
   llvm::Value* plus(llvm::Value* v, std::int64_t n) { return n == 0 ? v : b_.CreateAdd(v, b_.getInt64(n), "", true, true); }
-
 
   // A panel of b: 32 KiB (256 steps of k), on the stack. Half as many
   // passes over the output as with 16 KiB (each adds a tile's sums to it):
