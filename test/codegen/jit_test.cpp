@@ -568,19 +568,21 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
 
 TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and nothing else", "[jit]") {
   // dense over static shapes: rows below, at and past the tile's 4 (a
-  // specialized kernel's, BERT's 16); columns that are and are not whole
-  // tiles (4 with AVX-512, 3 below it), split across two threads in whole
-  // tiles; k of whole vectors, one chunk and two, and with a masked tail.
-  // The outputs start as NaN: a tile left out that was needed shows.
+  // specialized kernel's, BERT's 16), each of them, leaving 1, 2 or 3 rows
+  // past the whole tiles (2 and 3 go as one tile of that many rows);
+  // columns that are and are not whole tiles (4 with AVX-512, 3 below it),
+  // split across two threads in whole tiles; k of whole vectors, one chunk
+  // and two, and with a masked tail. The outputs start as NaN: a tile left
+  // out that was needed shows.
   Rng rng(17);
   const Range values{.lo = -1, .hi = 1, .specials = false};
-  const std::int64_t ms[] = {1, 3, 4, 5, 8, 16};
+  const std::int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 16};
   const std::int64_t ns[] = {3, 4, 6, 8, 12, 130, 132};
   const std::int64_t ks[] = {8, 16, 20, 48, 1056, 2048};
   for (const unsigned bits : {host_vector_bits(), 256u}) {
     const codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(bits);
-    for (int trial = 0; trial < 12; ++trial) {
-      const std::int64_t rows = ms[pick(rng, 0, 5)], cols = ns[pick(rng, 0, 6)], depth = ks[pick(rng, 0, 5)];
+    for (int trial = 0; trial < 20; ++trial) {
+      const std::int64_t rows = ms[trial % 10], cols = ns[pick(rng, 0, 6)], depth = ks[pick(rng, 0, 5)];
       INFO("vector bits " << bits << " m " << rows << " n " << cols << " k " << depth);
       SymbolicInputs input;
       const std::vector<te::Tensor> in{input({rows, depth}, "x"), input({cols, depth}, "w"), input({cols}, "bias")};

@@ -853,7 +853,16 @@ class FunctionEmitter {
       if (whole_rows)
         i = stepped_loop(rows_begin, rows_end, b_.getInt64(tile_.rows), true,
                          [&](llvm::Value* i0) { dot_row_tile(i0, tile_.rows, jc, jend, kc, whole_cols); });
-      if (rest_rows) loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc, whole_cols); });
+      if (!rest_rows) return;
+      // Rows known to leave 2 or 3 past the whole tiles (a specialized
+      // kernel's: a Tree-LSTM level of 2, 3, 6 nodes) take one tile of that
+      // many rows, which reads each block of b once, not once per row: b's
+      // rows are what a few-row product waits for.
+      if (m > 0 && m % tile_.rows > 1) {
+        dot_row_tile(i, static_cast<int>(m % tile_.rows), jc, jend, kc, whole_cols);
+        return;
+      }
+      loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc, whole_cols); });
     };
     // A k known to fit one chunk (the weights' dims are static: W1's 300
     // and 512, BERT's 768) needs no loop over chunks: one loop level less
@@ -1011,6 +1020,12 @@ class FunctionEmitter {
   std::vector<llvm::Value*> next_block_rows(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc) {
     const DotProductStage& d = *dot_;
     if (nr != tile_.cols || i == nullptr) return {};
+    // Nor does one known to have no more rows than one tile (a specialized
+    // kernel's few-row product: a Tree-LSTM level): it reads b as a
+    // matrix-vector product does.
+    if (const std::optional<std::int64_t> m = d.outer.empty() ? constant(expr(d.rows->extent)) : std::nullopt;
+        m && *m <= tile_.rows)
+      return {};
     const te::VarNode* col = d.cols->var.node();
     const te::VarNode* outer = d.outer.empty() ? nullptr : d.outer.back()->var.node();
     const te::VarNode* kv = d.sum->axes[0].var.node();
