@@ -129,6 +129,8 @@ Value::Kind Value::kind() const {
 
 bool Value::is_tensor() const noexcept { return node_ && node_->kind == Kind::tensor; }
 
+const Tensor* Value::as_tensor() const noexcept { return is_tensor() ? &node_->tensor : nullptr; }
+
 const Tensor& Value::tensor() const {
   if (kind() != Kind::tensor)
     throw_error(ErrorKind::type_error, "Value: expected a tensor, got {}", kind_name(kind()));

@@ -249,8 +249,8 @@ void copy_tensor(Reg& r, const Tensor& t) {
 }
 
 void set_value(Reg& r, Value v) {
-  if (v.defined() && v.is_tensor()) {
-    set_tensor(r, Tensor(v.tensor()));
+  if (const Tensor* t = v.as_tensor()) {
+    set_tensor(r, Tensor(*t));
     return;
   }
   if (r.kind != Reg::Kind::value) r.clear();
@@ -386,8 +386,9 @@ Shape shape_from(const Tensor& t) { return Shape(shape_dims(t)); }
 }
 
 bool fits_tensor_without_symbols(const TypeDesc& type, const Value& v) {
-  if (type.kind != TypeDesc::Kind::tensor || !v.defined() || !v.is_tensor()) return false;
-  const Tensor& t = v.tensor();
+  const Tensor* tensor = type.kind == TypeDesc::Kind::tensor ? v.as_tensor() : nullptr;
+  if (tensor == nullptr) return false;
+  const Tensor& t = *tensor;
   if (t.dtype() != type.dtype || t.rank() != type.dims.size()) return false;
   for (std::size_t k = 0; k < type.dims.size(); ++k) {
     const DimDesc& dim = type.dims[k];
@@ -515,8 +516,8 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   Reg* r = regs.data();
   // The arguments go straight into the entry frame's first registers.
   for (std::size_t k = 0; k < args.size(); ++k) {
-    if (args[k].is_tensor())
-      copy_tensor(r[k], args[k].tensor());
+    if (const Tensor* t = args[k].as_tensor())
+      copy_tensor(r[k], *t);
     else
       set_value(r[k], args[k]);
   }
@@ -527,9 +528,10 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   // Threaded dispatch: each handler ends in its own indirect jump to the next
   // handler (GCC's labels as values), which the branch predictor learns per
   // opcode pair; a central switch jump mispredicts on almost every change.
-  // The table is a local so that it is addressed off the stack pointer, not
-  // through the GOT of the shared library.
-  const void* const handlers[] = {
+  // The table is static: a local one is stored anew on every call (a store
+  // per opcode), and a static one is addressed relative to the code, not
+  // through the GOT.
+  static const void* const handlers[] = {
 #define NIMBLE_OPCODE(name, dst, a, b, c, d, aux) &&op_##name,
 #include "vm/opcodes.def"
 #undef NIMBLE_OPCODE
@@ -773,11 +775,12 @@ std::uint32_t VirtualMachine::Impl::ret(const Instruction& in) {
 
 // Ret from the entry function.
 Value VirtualMachine::Impl::finish(const Instruction& in) {
-  Reg result = std::move(regs[base + in.a]);
+  // Taken straight from its register, which clear_frame then finds empty.
+  Reg& out = regs[base + in.a];
+  Value result = out.kind == Reg::Kind::tensor ? Value(std::move(out.t)) : value_of(out);
   clear_frame();
   frames.pop_back();
-  if (result.kind == Reg::Kind::tensor) return Value(std::move(result.t));
-  return value_of(result);
+  return result;
 }
 
 void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
@@ -968,10 +971,16 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
   const auto start =
       impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (impl_->tracing_memory) impl_->exclude_from_trace(args);
-  Value result;
   try {
-    result = impl_->profiling || impl_->tracing_memory ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
-                              : impl_->run<false>(static_cast<std::uint32_t>(index), args);
+    Value result = impl_->profiling || impl_->tracing_memory
+                       ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
+                       : impl_->run<false>(static_cast<std::uint32_t>(index), args);
+    stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
+    if (impl_->profiling)
+      impl_->total_ns += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+              .count());
+    return result;
   } catch (...) {
     stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
     // Leave the VM ready for the next call: drop every frame and register.
@@ -981,12 +990,6 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
     for (Reg& reg : impl_->regs) reg.clear();
     throw;
   }
-  stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
-  if (impl_->profiling)
-    impl_->total_ns += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-            .count());
-  return result;
 }
 
 void VirtualMachine::set_kernel_provider(std::string provider) {

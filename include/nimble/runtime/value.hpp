@@ -50,6 +50,9 @@ class Value {
   /// Throws Error(invalid_argument) if undefined.
   [[nodiscard]] Kind kind() const;
   [[nodiscard]] bool is_tensor() const noexcept;
+  /// The tensor, or null when the value is undefined or not a tensor: one
+  /// test where is_tensor() and tensor() make two (a VM call's arguments).
+  [[nodiscard]] const Tensor* as_tensor() const noexcept;
   /// The tensor; throws Error(type_error) naming what the value is instead.
   [[nodiscard]] const Tensor& tensor() const;
   /// The fields of a tuple or ADT value; throws Error(type_error) for a tensor.
