@@ -491,6 +491,24 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
       CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
     }
   }
+  // So do kernels specialized for at most a row block of rows and at least
+  // 512 columns (each thread packs only its panels of b): ranges of whole
+  // panels, the last one's columns partial; rows below the packing
+  // threshold (16) and past it, in whole tiles and not.
+  const Bucket wide_bucket{{DimBucket{.min = 16, .max = 255}, DimBucket{}, DimBucket{.min = 512, .max = 1023}}};
+  const Ref<Kernel> wide = codegen::compile_cpu_kernel("matmul", mm_in, mm_out, wide_bucket);
+  for (const std::int64_t rows : {16, 37, 128}) {
+    for (const std::int64_t cols : {512, 700, 1023}) {
+      const std::int64_t depth = 300;
+      INFO("m " << rows << " n " << cols << " k " << depth);
+      const std::vector<Tensor> in{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                   random_tensor(rng, {depth, cols}, DType::f32, values)};
+      const Value expected = ops::matmul().reference(std::vector<Value>(in.begin(), in.end()), {});
+      const auto [one, two] = run_on_one_and_two_threads(*wide, in, {rows, cols});
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    }
+  }
 }
 
 TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {

@@ -95,6 +95,9 @@ DotTile dot_tile(unsigned vector_bits) {
 constexpr int kOuterRows = 6;
 // Vectors of columns of a single row's outer-product tile.
 constexpr int kSingleRowVectors = 4;
+// Rows of a packed_panels' row block: whole tiles (only the last block
+// has single rows).
+constexpr std::int64_t kOuterRowBlock = 80 * kOuterRows;
 
 // The value `extent` has in every call of the kernel: a constant, or a Var
 // the kernel's bucket makes exact (a specialized kernel's).
@@ -105,14 +108,48 @@ std::optional<std::int64_t> fixed_value(const KernelIR& kernel, const te::Expr& 
   return std::nullopt;
 }
 
-// Whether an outer-product stage's threads split its columns: no loop
-// outside its rows and fewer rows than a tile's in every call (a kernel
-// specialized for [1, k] x [k, n]). Split by its rows, it would run on one
-// thread; by columns, each thread streams its share of b.
-bool splits_columns(const KernelIR& kernel, const OuterProductStage& op) {
-  if (!op.outer.empty() || op.rows == nullptr) return false;
+// The least value `extent` has in any call of the kernel: a constant, or
+// the least of its Var's bucket (a specialized kernel's).
+std::int64_t least_value(const KernelIR& kernel, const te::Expr& extent) {
+  if (const std::optional<std::int64_t> c = te::as_int(extent)) return *c;
+  for (const KernelIR::Binding& b : kernel.bindings)
+    if (b.var.same_as(extent)) return b.bucket.exact >= 0 ? b.bucket.exact : b.bucket.min;
+  return 0;
+}
+
+// Whether an outer-product stage has fewer rows than a tile in every call
+// (a kernel specialized for [1, k] x [k, n]): its rows go one at a time.
+bool has_few_rows(const KernelIR& kernel, const OuterProductStage& op) {
   const std::optional<std::int64_t> rows = fixed_value(kernel, op.rows->extent);
   return rows && *rows < kOuterRows;
+}
+
+// Columns from which an outer-product stage splits its columns across
+// threads, not its rows: 8 ranges of whole single-row tiles at AVX-512's 16
+// lanes (two threads' shares then differ by at most one in eight).
+constexpr std::int64_t kSplitColumnsFrom = 512;
+
+// The greatest value `extent` has in any call of the kernel.
+std::int64_t greatest_value(const KernelIR& kernel, const te::Expr& extent) {
+  if (const std::optional<std::int64_t> c = te::as_int(extent)) return *c;
+  for (const KernelIR::Binding& b : kernel.bindings)
+    if (b.var.same_as(extent)) return b.bucket.exact >= 0 ? b.bucket.exact : b.bucket.max;
+  return std::numeric_limits<std::int64_t>::max();
+}
+
+// Whether an outer-product stage's threads split its columns: no loop
+// outside its rows, and either fewer rows than a tile's (split by rows, it
+// would run on one thread), or at most one row block of rows and at least
+// kSplitColumnsFrom columns in every call. Split by rows, every thread
+// packs all of b into its panels for its few rows (the GEMM [128, 768] x
+// [768, 768] on two threads: each packed 2.3 MB for 64 rows; 0.80 -> 0.75
+// ms); by columns, each packs its share of b and reads all of a, which is
+// the smaller. With more rows (SGEMM's 1024) each thread packs b once per
+// row block either way, and splitting columns measured no better.
+bool splits_columns(const KernelIR& kernel, const OuterProductStage& op) {
+  if (!op.outer.empty() || op.rows == nullptr) return false;
+  return has_few_rows(kernel, op) || (greatest_value(kernel, op.rows->extent) <= kOuterRowBlock &&
+                                      least_value(kernel, op.cols->extent) >= kSplitColumnsFrom);
 }
 
 // A panel of an outer-product stage's b: steps [k_begin, k_begin + k_size)
@@ -1164,40 +1201,49 @@ class FunctionEmitter {
       outer_product_columns(nullptr, 1, b_.getInt64(0), n);
       return;
     }
+    // [begin, end) is a range of rows, or with split_columns_, of single-row
+    // tiles of columns (split_range), over every row.
+    llvm::Value* rows_begin = b_.getInt64(0);
+    llvm::Value* rows_end = expr(op.rows->extent);
+    llvm::Value* cols_begin = b_.getInt64(0);
+    llvm::Value* cols_end = n;
     if (split_columns_) {
-      // [begin, end) are single-row tiles of columns (split_range); every row.
       llvm::Value* unit = b_.getInt64(kSingleRowVectors * static_cast<std::int64_t>(tile_.lanes));
-      llvm::Value* from = begin ? b_.CreateMul(begin, unit, "", true, true) : b_.getInt64(0);
-      llvm::Value* to = end ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, unit, "", true, true), n) : n;
-      loop(b_.getInt64(0), expr(op.rows->extent), [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, to); });
-      return;
+      if (begin) cols_begin = b_.CreateMul(begin, unit, "", true, true);
+      if (end) cols_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateMul(end, unit, "", true, true), n);
+      if (has_few_rows(s_.kernel, op)) {
+        loop(rows_begin, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, cols_begin, cols_end); });
+        return;
+      }
+    } else {
+      if (begin) rows_begin = begin;
+      if (end) rows_end = end;
     }
-    llvm::Value* rows_begin = begin ? begin : b_.getInt64(0);
-    llvm::Value* rows_end = end ? end : expr(op.rows->extent);
     // With enough rows, the whole panels of columns go through packed_panels;
     // the columns left (and all, with few rows) are read from b in place.
     llvm::Value* nr = b_.getInt64(2 * static_cast<std::int64_t>(tile_.lanes));
     llvm::Value* packed = b_.CreateICmpSGE(b_.CreateSub(rows_end, rows_begin), b_.getInt64(kPackedMinRows));
-    llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(n, nr), nr);
-    llvm::Value* from = b_.CreateSelect(packed, whole, b_.getInt64(0));
+    llvm::Value* whole =
+        b_.CreateAdd(cols_begin, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(cols_end, cols_begin), nr), nr));
+    llvm::Value* from = b_.CreateSelect(packed, whole, cols_begin);
     llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "packed", fn_);
     llvm::BasicBlock* rest = llvm::BasicBlock::Create(c_, "packed.rest", fn_);
     b_.CreateCondBr(packed, yes, rest);
     b_.SetInsertPoint(yes);
-    packed_panels(rows_begin, rows_end, whole);
+    packed_panels(rows_begin, rows_end, cols_begin, whole);
     b_.CreateBr(rest);
     b_.SetInsertPoint(rest);
     llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true,
-                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from, n); });
-    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, n); });
+                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from, cols_end); });
+    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, cols_end); });
   }
 
-  // Columns [0, whole) (whole panels) of rows [rows_begin, rows_end): for
-  // each block of k and each panel of two vectors of columns, b's rows are
-  // copied into one contiguous panel (kPanelFloats: L1-resident, where rows
-  // of b a power of two apart would all fall in the same few cache sets),
-  // then every tile of rows passes over it.
-  void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* whole) {
+  // Columns [cols_begin, whole) (whole panels) of rows [rows_begin,
+  // rows_end): for each block of k and each panel of two vectors of
+  // columns, b's rows are copied into one contiguous panel (kPanelFloats:
+  // L1-resident, where rows of b a power of two apart would all fall in the
+  // same few cache sets), then every tile of rows passes over it.
+  void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* whole) {
     const OuterProductStage& op = *op_;
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     const std::int64_t nr = 2 * lanes, panel_k = kPanelFloats / nr;
@@ -1225,7 +1271,7 @@ class FunctionEmitter {
       // 1 MiB) each panel would read them from L3.
       stepped_loop(rows_begin, rows_end, row_block, false, [&](llvm::Value* ib) {
       llvm::Value* ib_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(ib, row_block), rows_end);
-      stepped_loop(b_.getInt64(0), whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
+      stepped_loop(cols_begin, whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
         loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
           vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
           for (std::int64_t v = 0; v < 2; ++v) {
@@ -1368,9 +1414,6 @@ class FunctionEmitter {
   // more it won).
   static constexpr std::int64_t kPanelFloats = 8192;
   static constexpr std::int64_t kPackedMinRows = 4 * kOuterRows;
-  // Rows of a packed_panels' row block: whole tiles (only the last block
-  // has single rows).
-  static constexpr std::int64_t kOuterRowBlock = 80 * kOuterRows;
 
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
@@ -1423,8 +1466,8 @@ llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<ll
 // share of b and all of a (rows would have every thread read all of b, the
 // weights, for a few rows each), and with a number of columns that is a
 // multiple of the tile's, no thread has a partial tile; so does an
-// outer-product stage of fewer rows than a tile (splits_columns), in whole
-// single-row tiles.
+// outer-product stage of fewer rows than a tile or of many columns
+// (splits_columns), in whole single-row tiles (whole panels).
 struct SplitRange {
   const Expr* extent;
   std::int64_t unit = 1;
