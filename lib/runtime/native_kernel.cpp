@@ -60,6 +60,10 @@ class NativeKernel final : public Kernel {
     for (void* s : code_.stages) stages_.push_back(reinterpret_cast<StageFn>(s));
     num_temps_ = desc_.buffers.size() - desc_.num_inputs - desc_.num_outputs;
     for (const NativeKernelDesc::Binding& b : desc_.bindings) dynamic_dims_.push_back({b.buffer, b.dim});
+    for (std::size_t i = 0; i < std::size_t{desc_.num_inputs} + desc_.num_outputs; ++i)
+      expected_.push_back({desc_.buffers[i].dtype, desc_.buffers[i].rank});
+    inline_call_ = num_temps_ == 0 && !runner_ && desc_.buffers.size() <= kInlineSlots &&
+                   2 * std::size_t{desc_.num_stages} <= kInlineSlots;
   }
 
   std::span<const DynamicDim> dynamic_dims() const noexcept override { return dynamic_dims_; }
@@ -72,6 +76,10 @@ class NativeKernel final : public Kernel {
     if (inputs.size() != num_in || outputs.size() != num_out)
       throw_error(ErrorKind::invalid_argument, "{}: expected {} inputs and {} outputs, got {} and {}",
                   desc_.name, num_in, num_out, inputs.size(), outputs.size());
+    if (inline_call_) [[likely]] {
+      run_inline(inputs, outputs);
+      return;
+    }
     const std::size_t num_buffers = desc_.buffers.size();
     SmallArray<void*> data(num_buffers);
     SmallArray<const std::int64_t*> dims(num_buffers);
@@ -134,6 +142,34 @@ class NativeKernel final : public Kernel {
   }
 
  private:
+  // What buffer i (an input or output) must be.
+  struct Expected {
+    DType dtype;
+    std::uint32_t rank;
+  };
+
+  // run() for a kernel of no temporaries and its own stages (most): its
+  // buffers and schedule in arrays on the stack, nothing else set up.
+  void run_inline(TensorRefs inputs, TensorRefs outputs) const {
+    std::array<void*, kInlineSlots> data;
+    std::array<const std::int64_t*, kInlineSlots> dims;
+    std::array<std::int64_t, kInlineSlots> sched;
+    const std::size_t num_in = inputs.size();
+    const auto bind = [&](const Tensor& t, std::size_t i) {
+      if (t.dtype() != expected_[i].dtype || t.rank() != expected_[i].rank) [[unlikely]]
+        mismatch(t, i);
+      data[i] = host_data(t, i);
+      dims[i] = t.shape().begin();
+    };
+    for (std::size_t i = 0; i < num_in; ++i) bind(*inputs[i], i);
+    for (std::size_t i = 0; i < outputs.size(); ++i) bind(*outputs[i], num_in + i);
+    std::array<std::int64_t, 4> info{};
+    if (const std::int32_t code = prologue_(data.data(), dims.data(), info.data(), sched.data()))
+      fail(code, info, inputs, outputs);
+    for (std::size_t s = 0; s < stages_.size(); ++s)
+      run_stage(s, sched[2 * s], sched[2 * s + 1], data.data(), dims.data(), inputs, outputs);
+  }
+
   static std::size_t count_tensors(const Value& v) {
     if (v.is_tensor()) return 1;
     std::size_t n = 0;
@@ -253,6 +289,8 @@ class NativeKernel final : public Kernel {
   std::vector<StageFn> stages_;
   std::size_t num_temps_ = 0;
   std::vector<DynamicDim> dynamic_dims_;
+  std::vector<Expected> expected_;  // of the inputs and outputs
+  bool inline_call_ = false;        // run_inline serves every call
 };
 
 }  // namespace
