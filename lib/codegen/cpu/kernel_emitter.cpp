@@ -96,8 +96,10 @@ constexpr int kOuterRows = 6;
 // Vectors of columns of a single row's outer-product tile.
 constexpr int kSingleRowVectors = 4;
 // Rows of a packed_panels' row block: whole tiles (only the last block
-// has single rows).
-constexpr std::int64_t kOuterRowBlock = 80 * kOuterRows;
+// has single rows). 516: SGEMM's 1024 rows take one block a thread on two
+// threads (b packed once each, not twice) and 2048's two; 2048 on two
+// threads 84.6-90.4 -> 83.4-84.3 ms against 480 (old and new alternated).
+constexpr std::int64_t kOuterRowBlock = 86 * kOuterRows;
 
 // The value `extent` has in every call of the kernel: a constant, or a Var
 // the kernel's bucket makes exact (a specialized kernel's).
@@ -1254,8 +1256,9 @@ class FunctionEmitter {
     panel->setAlignment(llvm::Align(64));
     llvm::Value* k = expr(op.k->extent);
     // The rows in the fewest blocks of at most kOuterRowBlock, of equal size
-    // in whole tiles: a thread's 1024 rows of SGEMM's 2048 as 3 x 342, not
-    // 480 + 480 + 64 (whose panels would be packed for 10 tiles).
+    // in whole tiles: a thread's 1024 rows of SGEMM's 2048 as 516 + 508,
+    // 1100 rows as 372 + 372 + 356, not 516 + 516 + 68 (whose panels would
+    // be packed for 12 tiles).
     llvm::Value* rows = b_.CreateSub(rows_end, rows_begin);
     llvm::Value* blocks = b_.CreateUDiv(plus(rows, kOuterRowBlock - 1), b_.getInt64(kOuterRowBlock));
     llvm::Value* per_block = b_.CreateUDiv(b_.CreateSub(rows, b_.getInt64(1)), blocks);  // rows a block, less one
@@ -1266,7 +1269,7 @@ class FunctionEmitter {
                         .k_begin = pc,
                         .k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(panel_k), b_.CreateSub(k, pc))};
       // Rows in blocks, so that a block's rows of a over the panel's k
-      // (kOuterRowBlock × panel_k floats, 480 KiB) stay in L2 while every
+      // (kOuterRowBlock × panel_k floats, 516 KiB) stay in L2 while every
       // panel of columns passes over them: over all the rows (SGEMM's 2048:
       // 1 MiB) each panel would read them from L3.
       stepped_loop(rows_begin, rows_end, row_block, false, [&](llvm::Value* ib) {
