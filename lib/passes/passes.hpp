@@ -18,6 +18,11 @@ namespace nimble::passes {
 /// (pretranspose_weights.cpp says why).
 [[nodiscard]] ir::Module pretranspose_weights(const ir::Module& module);
 
+/// Each part read of a split along an axis of static extent becomes a
+/// strided_slice of the split's input, which fuses into its readers; the
+/// split goes when nothing else reads its tuple (split_to_slices.cpp).
+[[nodiscard]] ir::Module split_to_slices(const ir::Module& module);
+
 /// Groups op calls into primitive functions (`primitive fn`), one kernel
 /// each: elementwise / broadcast / injective chains, a reduction with its
 /// injective producers and consumers, dense / matmul with an injective

@@ -137,8 +137,10 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     codegen::register_jit_provider();
   });
   // The pipeline, in order:
-  //  3. fuse_ops: the bytecode compiler manifests memory per kernel, so each
-  //     fused group gets its outputs' allocations (and one launch);
+  //  3. split_to_slices, then fuse_ops: a split's parts become slices,
+  //     which fuse into their readers (a split's tuple fuses with nothing);
+  //     the bytecode compiler manifests memory per kernel, so each fused
+  //     group gets its outputs' allocations (and one launch);
   //  5. the bytecode compiler: manifest memory, shape computation, lambda
   //     lifting, match compilation, then per function memory planning
   //     (which needs the final instruction stream's liveness), a kill after
@@ -166,6 +168,8 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
     after("pretranspose_weights", optimized);
   }
   if (options.fuse_ops) {
+    optimized = passes::split_to_slices(optimized);
+    after("split_to_slices", optimized);
     optimized = passes::fuse_ops(optimized);
     after("fuse_ops", optimized);
   }
