@@ -620,6 +620,7 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
     NIMBLE_NEXT();
   }
   NIMBLE_CASE(AllocStorage)
+  NIMBLE_CASE(AllocFreshTensor)
   NIMBLE_CASE(AllocTensorReg)
   NIMBLE_CASE(AllocADT)
   NIMBLE_CASE(AllocClosure)
@@ -790,6 +791,19 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
       if (size < 0) throw_error(ErrorKind::invalid_argument, "alloc_storage of {} bytes", size);
       const std::optional<Device> device = decode_device(in.c);
       set_storage(r[in.dst], Storage::allocate(static_cast<std::size_t>(size), *device));
+      return;
+    }
+    case Opcode::AllocFreshTensor: {
+      // A tensor in a storage of its own, which no register holds.
+      const std::int64_t* shape = d->shape_pool.data() + in.a;
+      const std::span<const std::int64_t> dims(shape + 1, static_cast<std::size_t>(shape[0]));
+      const auto dtype = static_cast<DType>(in.aux);
+      std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+      for (std::int64_t dim : dims)  // each >= 0 (the verifier)
+        if (__builtin_mul_overflow(bytes, dim, &bytes))
+          throw_error(ErrorKind::invalid_argument, "a tensor of shape {} is too large", to_string(Shape(dims)));
+      set_tensor(r[in.dst], Tensor::view_of(Storage::allocate(static_cast<std::size_t>(bytes), *decode_device(in.b)),
+                                            Shape(dims), dtype));
       return;
     }
     case Opcode::AllocTensorReg: {

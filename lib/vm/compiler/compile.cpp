@@ -112,6 +112,7 @@ ExecutableData ModuleCompiler::run() {
     if (options_.plan_memory)
       num_virtual = plan_memory(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual,
                                 &plan_stats_[p.index]);
+    fuse_fresh_tensors(code_[p.index], data_.arg_pool, num_virtual);
     insert_kills(code_[p.index], data_.arg_pool, num_virtual);
     const std::uint32_t frame =
         allocate_registers(code_[p.index], data_.arg_pool, fc.num_params(), num_virtual);

@@ -14,6 +14,7 @@
 //   match.cpp          match compiled to tag tests and jumps
 //   memory_plan.cpp    static-size storages that stay in a frame share an
 //                      arena per region between calls, by liveness
+//   fresh_tensors.cpp  a storage only one tensor views is allocated with it
 //   kill_registers.cpp a value's register is cleared right after its last use
 //   register_allocation.cpp  virtual registers onto few frame registers
 //                      (liveness, interference, greedy colouring)
@@ -54,6 +55,14 @@ struct MemoryPlanStats {
 std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
                           std::uint32_t num_params, std::uint32_t num_virtual,
                           MemoryPlanStats* stats = nullptr);
+
+/// Turns each AllocStorage that one AllocTensor views, whole and from its
+/// start, into one AllocFreshTensor with it (fresh_tensors.cpp).
+void fuse_fresh_tensors(std::vector<Instruction>& code, std::span<const std::uint32_t> arg_pool,
+                        std::uint32_t num_virtual);
+
+/// The bytes of an AllocFreshTensor's tensor.
+[[nodiscard]] std::uint64_t fresh_tensor_bytes(std::span<const std::int64_t> shape_pool, const Instruction& in);
 
 /// Inserts a KillRegister where each register that may own memory dies
 /// (kill_registers.cpp), so that nothing holds a dead value's storage.

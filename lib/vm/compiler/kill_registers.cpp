@@ -37,6 +37,7 @@ bool may_own_memory(Opcode op) {
   switch (op) {
     case Opcode::AllocStorage:
     case Opcode::AllocTensor:
+    case Opcode::AllocFreshTensor:
     case Opcode::AllocTensorReg:
     case Opcode::ReshapeTensor:
     case Opcode::DeviceCopy:

@@ -44,6 +44,10 @@ void ModuleCompiler::fill_report(CompileReport& report) const {
           ++out.dynamic_allocations;
         }
       }
+      if (in.opcode == Opcode::AllocFreshTensor) {
+        ++out.static_allocations;
+        out.static_bytes += fresh_tensor_bytes(data_.shape_pool, in);
+      }
       if (info(in.opcode).fields[0] == Operand::reg) constant_of.erase(in.dst);
       if (in.opcode == Opcode::LoadConsti) constant_of[in.dst] = std::uint64_t{in.a} | (std::uint64_t{in.b} << 32);
     }
