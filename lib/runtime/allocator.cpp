@@ -57,6 +57,20 @@ struct FreeBlock {
   FreeBlock* next;
 };
 
+// Blocks of at least this many bytes start on a page. A kernel that reads
+// one buffer and writes another whose start lies a few cache lines past the
+// first's in the page (4 KiB aliasing: a load waits on an unrelated store
+// to the same page offset) ran 20% slower here (add over f32[16384] with
+// the output 64 bytes past an input's page offset: 2235 against 1864 ns);
+// whole pages keep every large buffer at offset 0. Smaller blocks keep 64:
+// a page would be much of their size.
+constexpr std::size_t kPageBytes = 4096;
+constexpr std::size_t kPageAlignedFrom = 16384;
+
+std::align_val_t block_alignment(std::size_t class_bytes) noexcept {
+  return std::align_val_t{class_bytes >= kPageAlignedFrom ? kPageBytes : PooledCpuAllocator::kAlignment};
+}
+
 void update_max(std::atomic<std::size_t>& max, std::size_t value) noexcept {
   std::size_t seen = max.load(std::memory_order_relaxed);
   while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
@@ -83,8 +97,8 @@ struct PooledCpuAllocator::Pool {
   std::atomic<std::uint64_t> system_allocations{0};
   std::atomic<std::uint64_t> system_frees{0};
 
-  void system_free(void* ptr) noexcept {
-    ::operator delete(ptr, std::align_val_t{kAlignment});
+  void system_free(void* ptr, std::size_t class_bytes) noexcept {
+    ::operator delete(ptr, block_alignment(class_bytes));
     system_frees.fetch_add(1, std::memory_order_relaxed);
   }
 };
@@ -120,7 +134,7 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
   if (block) {
     pool_->cached_bytes.fetch_sub(cls.bytes, std::memory_order_relaxed);
   } else {
-    block = ::operator new(cls.bytes, std::align_val_t{kAlignment}, std::nothrow);
+    block = ::operator new(cls.bytes, block_alignment(cls.bytes), std::nothrow);
     if (!block)
       throw_error(ErrorKind::runtime_error, "cpu allocator: out of memory allocating {} bytes",
                   cls.bytes);
@@ -141,7 +155,7 @@ void PooledCpuAllocator::deallocate(void* ptr, std::size_t nbytes) noexcept {
       pool_->cached_bytes.fetch_add(cls.bytes, std::memory_order_relaxed) + cls.bytes;
   if (cached > pool_->max_cached_bytes.load(std::memory_order_relaxed)) {
     pool_->cached_bytes.fetch_sub(cls.bytes, std::memory_order_relaxed);
-    pool_->system_free(ptr);
+    pool_->system_free(ptr, cls.bytes);
     return;
   }
   Pool::FreeList& list = pool_->lists[cls.index];
@@ -161,7 +175,7 @@ void PooledCpuAllocator::trim() noexcept {
     }
     while (head) {
       FreeBlock* next = head->next;
-      pool_->system_free(head);
+      pool_->system_free(head, class_bytes(i));
       pool_->cached_bytes.fetch_sub(class_bytes(i), std::memory_order_relaxed);
       head = next;
     }

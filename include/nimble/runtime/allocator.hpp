@@ -53,7 +53,8 @@ class Allocator {
 };
 
 /// A CPU allocator that pools freed blocks by size class (four classes per
-/// power of two, so at most 25% of a block is slack) and reuses them, so that
+/// power of two, so at most 25% of a block is slack; blocks of 16 KiB and
+/// more start on a 4 KiB page) and reuses them, so that
 /// a warm workload with the same sizes makes no system allocation.
 /// Thread-safe: one lock per size class.
 class PooledCpuAllocator final : public Allocator {
