@@ -621,6 +621,7 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   }
   NIMBLE_CASE(AllocStorage)
   NIMBLE_CASE(AllocFreshTensor)
+  NIMBLE_CASE(TakeRow)
   NIMBLE_CASE(AllocTensorReg)
   NIMBLE_CASE(AllocADT)
   NIMBLE_CASE(AllocClosure)
@@ -804,6 +805,22 @@ void VirtualMachine::Impl::execute(const Instruction& in, Reg* r) {
           throw_error(ErrorKind::invalid_argument, "a tensor of shape {} is too large", to_string(Shape(dims)));
       set_tensor(r[in.dst], Tensor::view_of(Storage::allocate(static_cast<std::size_t>(bytes), *decode_device(in.b)),
                                             Shape(dims), dtype));
+      return;
+    }
+    case Opcode::TakeRow: {
+      // take(data, i) along axis 0 with a scalar i: row i, a view (a tensor
+      // is row-major and dense: its rows lie one after another).
+      const std::int64_t i = read_scalar(r[in.b]);
+      const Tensor& data = tensor_of(r[in.a]);
+      if (data.rank() == 0) throw_error(ErrorKind::invalid_argument, "data must have rank >= 1, got []");
+      const std::int64_t rows = data.shape()[0];
+      if (i < 0 || i >= rows)
+        throw_error(ErrorKind::runtime_error, "indices = {} is out of range for axis 0 of data {} (extent {})", i,
+                    to_string(data.shape()), rows);
+      const Shape row(data.shape().dims().subspan(1));
+      const std::size_t offset = data.byte_offset() + static_cast<std::size_t>(i * row.numel()) * dtype_size(data.dtype());
+      Tensor view = Tensor::view_of(data.storage(), row, data.dtype(), offset);
+      set_tensor(r[in.dst], std::move(view));
       return;
     }
     case Opcode::AllocTensorReg: {

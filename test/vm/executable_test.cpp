@@ -249,7 +249,7 @@ TEST_CASE("the verifier rejects each kind of malformed executable", "[vm]") {
 
   SECTION("opcodes and unused fields") {
     rejects([&](ExecutableData& d) { at(d, 0, 0).opcode = static_cast<Opcode>(200); },
-            "@main, instruction 0: opcode 200 out of range (there are 28)");
+            "@main, instruction 0: opcode 200 out of range (there are 29)");
     rejects([&](ExecutableData& d) { at(d, 1, 4).b = 5; },
             "@helper, instruction 4 (Ret): field b must be 0, got 5");
     rejects([&](ExecutableData& d) { at(d, 1, 4).dst = 1; },
@@ -505,7 +505,7 @@ TEST_CASE("a corrupt payload is an error naming the section and offset", "[vm]")
   const std::size_t code = section_offset(good, "CODE");
   CHECK(corrupt(code - 12, {'C', 'O', 'D', 'F'}) ==
         fmt::format("corrupt executable: expected section CODE (at offset {})", code - 12));
-  CHECK(corrupt(code + 4, {200}) == "@main, instruction 0: opcode 200 out of range (there are 28)");
+  CHECK(corrupt(code + 4, {200}) == "@main, instruction 0: opcode 200 out of range (there are 29)");
   CHECK(corrupt(code + 4 + 24 + 4, {9}) ==
         "@main, instruction 1 (ScalarBinary): register 9 out of range (the function has 8)");
 

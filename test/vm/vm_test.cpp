@@ -193,7 +193,7 @@ TEST_CASE("VM: entry arguments are checked with the interpreter's messages", "[v
 
 TEST_CASE("VM: kernel errors name the primitive and leave the VM usable", "[vm]") {
   const ir::Module m = typed(R"(
-    entry def @pick(%x: f32[4], %i: i64[]) -> f32[] {
+    entry def @pick(%x: f32[4], %i: i64[1]) -> f32[1] {
       take(%x, %i)
     }
     entry def @divide(%a: i64[], %b: i64[]) -> i64[] {
@@ -202,17 +202,48 @@ TEST_CASE("VM: kernel errors name the primitive and leave the VM usable", "[vm]"
   )");
   vm::VirtualMachine machine(compile(m));
   const Tensor x = Tensor::from_data<float>({4}, {1, 2, 3, 4});
-  CHECK(machine.invoke("pick", {x, i64s(2)}).tensor().at<float>({}) == 3.0f);
-  CHECK_THROWS_AS(machine.invoke("pick", {x, i64s(4)}), Error);
+  const auto at = [](std::int64_t i) { return Tensor::from_data<std::int64_t>({1}, {i}); };
+  CHECK(machine.invoke("pick", {x, at(2)}).tensor().at<float>({0}) == 3.0f);
+  CHECK_THROWS_AS(machine.invoke("pick", {x, at(4)}), Error);
   try {
-    (void)machine.invoke("pick", {x, i64s(4)});
+    (void)machine.invoke("pick", {x, at(4)});
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("take_0") != std::string::npos);
   }
   CHECK_NIMBLE_ERROR(machine.invoke("divide", {i64s(1), i64s(0)}), ErrorKind::runtime_error,
                      "integer division by zero");
   CHECK(machine.invoke("divide", {i64s(-7), i64s(2)}).tensor().at<std::int64_t>({}) == -3);
-  CHECK(machine.invoke("pick", {x, i64s(0)}).tensor().at<float>({}) == 1.0f);
+  CHECK(machine.invoke("pick", {x, at(0)}).tensor().at<float>({0}) == 1.0f);
+}
+
+TEST_CASE("VM: take of a row by a scalar index is a view of it, checked as the kernel checks", "[vm]") {
+  // Row i of a [3, 4] and element i of a [4] (a 0-d view), each read by
+  // more than one kernel or returned (so that fusion leaves the take alone).
+  const ir::Module m = typed(R"(
+    entry def @rows(%x: f32[3, 4], %i: i64[]) -> (f32[4], f32[4], f32[]) {
+      let %r = take(%x, %i);
+      let %a = tanh(%r);
+      let %b = sigmoid(%r);
+      let %v = take(%a, %i);
+      (%a, %b, %v)
+    }
+  )");
+  const vm::Executable exe = compile(m);
+  const std::string code = exe.disassemble();
+  INFO(code);
+  const std::size_t first = code.find("TakeRow");
+  CHECK(first != std::string::npos);
+  CHECK(code.find("TakeRow", first + 1) != std::string::npos);
+  vm::VirtualMachine machine(exe);
+  const Tensor x = Tensor::from_data<float>({3, 4}, {1, 2, 3, 4, -1, -2, -3, -4, 0.5, 0.25, 0.125, 0});
+  for (std::int64_t i : {0, 1, 2}) {
+    INFO("row " << i);
+    CHECK(close_value(machine.invoke("rows", {x, i64s(i)}), evaluate(m, "rows", {x, i64s(i)}), {.rtol = 1e-5, .atol = 1e-6}));
+  }
+  for (std::int64_t i : {3, -1})
+    CHECK_NIMBLE_ERROR(machine.invoke("rows", {x, i64s(i)}), ErrorKind::runtime_error,
+                       "indices = " + std::to_string(i) + " is out of range for axis 0 of data [3, 4] (extent 3)");
+  CHECK(close_value(machine.invoke("rows", {x, i64s(1)}), evaluate(m, "rows", {x, i64s(1)}), {.rtol = 1e-5, .atol = 1e-6}));
 }
 
 TEST_CASE("VM: the profiler counts kernels and instructions only when on", "[vm]") {

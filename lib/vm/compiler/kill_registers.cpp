@@ -40,6 +40,7 @@ bool may_own_memory(Opcode op) {
     case Opcode::AllocFreshTensor:
     case Opcode::AllocTensorReg:
     case Opcode::ReshapeTensor:
+    case Opcode::TakeRow:
     case Opcode::DeviceCopy:
     case Opcode::Invoke:
     case Opcode::InvokeClosure:

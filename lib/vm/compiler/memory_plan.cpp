@@ -12,7 +12,7 @@
 // It runs on the bytecode with virtual registers (before register
 // allocation), where liveness is exact for the code that will run:
 //   1. Alias groups: a storage, the tensors allocated in it, and whatever
-//      is a copy or reshape of them (Move, ReshapeTensor, DeviceCopy).
+//      is a copy or view of them (Move, ReshapeTensor, TakeRow, DeviceCopy).
 //   2. A group is planned when it has one AllocStorage of a constant size,
 //      no parameter, and its registers are only read by instructions that
 //      do not keep the tensor (kernel calls, views, shape reads, branches):
@@ -74,6 +74,7 @@ bool keeps_no_reference(Opcode op, int field) {
     case Opcode::AllocTensor:
     case Opcode::AllocTensorReg:                     // a: the storage (aliases); c: a shape read
     case Opcode::ReshapeTensor:                      // a: aliases; b: a shape read
+    case Opcode::TakeRow:                            // a: aliases; b: a scalar read
     case Opcode::Move:
     case Opcode::DeviceCopy:
     case Opcode::ShapeOf:
@@ -122,6 +123,7 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
       case Opcode::AllocTensor:
       case Opcode::AllocTensorReg:
       case Opcode::ReshapeTensor:
+      case Opcode::TakeRow:
       case Opcode::Move:
       case Opcode::DeviceCopy: alias.unite(in.dst, in.a); break;
       default: break;

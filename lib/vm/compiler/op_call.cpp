@@ -251,6 +251,23 @@ std::uint32_t FunctionCompiler::compile_op_call(const ir::CallNode& call) {
     }
   }
 
+  // take(data, i) along axis 0 with a scalar i, left on its own by fusion
+  // (its readers are several kernels, or a function): row i of data, a view
+  // (a Tree-LSTM leaf's row of the leaves' projection, an LSTM step's). On
+  // the CPU only: for a device, place_devices has copied i there for the
+  // kernel, and the VM reads its scalars on the host.
+  if (&op == &ops::take() && call.args.size() == 2 && passes::device_of_op_call(call, mc_.target()).is_cpu() &&
+      std::get<std::int64_t>(ir::attr_or_default(op, call.attrs, "axis")) == 0) {
+    const auto* data = call.args[0].type().as<ir::TensorTypeNode>();
+    const auto* index = call.args[1].type().as<ir::TensorTypeNode>();
+    if (data && data->rank() >= 1 && index && index->rank() == 0 &&
+        (index->dtype == DType::i64 || index->dtype == DType::i32)) {
+      const std::vector<std::uint32_t> inputs = compile_args(call.args);
+      const std::uint32_t dst = new_reg();
+      emit({.opcode = Opcode::TakeRow, .dst = dst, .a = inputs[0], .b = inputs[1]});
+      return dst;
+    }
+  }
   // A reshape is a view of its input with the new shape. The shape function
   // also checks what the op demands of its input (squeeze's dims are 1), so
   // it is skipped only when the input's shape is static too.
