@@ -473,6 +473,17 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
           {random_tensor(rng, {3, rows, depth}, DType::f32, values), random_tensor(rng, {3, depth, cols}, DType::f32, values)},
           {3, rows, cols});
   }
+  // A specialized kernel at rows x cols x depth on 1 and 2 threads: the
+  // reference's sums, and the same bits on both.
+  const auto check_specialized = [&](const Kernel& kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth) {
+    INFO("m " << rows << " n " << cols << " k " << depth);
+    const std::vector<Tensor> in{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                 random_tensor(rng, {depth, cols}, DType::f32, values)};
+    const Value expected = ops::matmul().reference(std::vector<Value>(in.begin(), in.end()), {});
+    const auto [one, two] = run_on_one_and_two_threads(kernel, in, {rows, cols});
+    CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
+    CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+  };
   // Kernels specialized for fewer rows than a tile split their columns
   // across threads (a [1, k] x [k, n] on one thread otherwise): each
   // thread's share in whole single-row tiles of four vectors, the last
@@ -480,16 +491,7 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   for (const std::int64_t rows : {1, 2, 5}) {
     const Bucket bucket{{DimBucket{.exact = rows, .min = rows, .max = rows}, DimBucket{}, DimBucket{}}};
     const Ref<Kernel> few = codegen::compile_cpu_kernel("matmul", mm_in, mm_out, bucket);
-    for (const std::int64_t cols : {1, 63, 64, 65, 200, 1000}) {
-      const std::int64_t depth = cols < 64 ? 2000 : 300;
-      INFO("m " << rows << " n " << cols << " k " << depth);
-      const std::vector<Tensor> in{random_tensor(rng, {rows, depth}, DType::f32, values),
-                                   random_tensor(rng, {depth, cols}, DType::f32, values)};
-      const Value expected = ops::matmul().reference(std::vector<Value>(in.begin(), in.end()), {});
-      const auto [one, two] = run_on_one_and_two_threads(*few, in, {rows, cols});
-      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
-      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
-    }
+    for (const std::int64_t cols : {1, 63, 64, 65, 200, 1000}) check_specialized(*few, rows, cols, cols < 64 ? 2000 : 300);
   }
   // So do kernels specialized for at most a row block of rows and at least
   // 512 columns (each thread packs only its panels of b): ranges of whole
@@ -497,18 +499,8 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   // threshold (16) and past it, in whole tiles and not.
   const Bucket wide_bucket{{DimBucket{.min = 16, .max = 255}, DimBucket{}, DimBucket{.min = 512, .max = 1023}}};
   const Ref<Kernel> wide = codegen::compile_cpu_kernel("matmul", mm_in, mm_out, wide_bucket);
-  for (const std::int64_t rows : {16, 37, 128}) {
-    for (const std::int64_t cols : {512, 700, 1023}) {
-      const std::int64_t depth = 300;
-      INFO("m " << rows << " n " << cols << " k " << depth);
-      const std::vector<Tensor> in{random_tensor(rng, {rows, depth}, DType::f32, values),
-                                   random_tensor(rng, {depth, cols}, DType::f32, values)};
-      const Value expected = ops::matmul().reference(std::vector<Value>(in.begin(), in.end()), {});
-      const auto [one, two] = run_on_one_and_two_threads(*wide, in, {rows, cols});
-      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
-      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
-    }
-  }
+  for (const std::int64_t rows : {16, 37, 128})
+    for (const std::int64_t cols : {512, 700, 1023}) check_specialized(*wide, rows, cols, 300);
 }
 
 TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles of dot products", "[jit]") {
