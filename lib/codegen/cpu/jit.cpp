@@ -15,7 +15,9 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Allocator.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/StringSaver.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
@@ -28,6 +30,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "codegen/cpu/kernel_emitter.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
@@ -57,6 +60,25 @@ void set_option(llvm::StringRef name, bool value) {
   }
 }
 
+// NIMBLE_LLVM_ARGS="-opt=value ...": LLVM command-line options for the JIT's
+// process (to compare code generation choices without a rebuild, as Julia's
+// JULIA_LLVM_ARGS does). Returns them as they enter the target id (and so
+// the disk cache's keys: a kernel compiled under other options is another
+// kernel). A malformed option is an error, not ignored.
+std::string apply_llvm_args() {
+  const char* text = std::getenv("NIMBLE_LLVM_ARGS");
+  if (text == nullptr || *text == '\0') return {};
+  llvm::SmallVector<const char*, 8> argv{"nimble"};
+  llvm::BumpPtrAllocator storage;
+  llvm::StringSaver saver(storage);
+  llvm::cl::TokenizeGNUCommandLine(text, saver, argv);
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", &os))
+    throw_error(ErrorKind::invalid_argument, "NIMBLE_LLVM_ARGS: LLVM rejects \"{}\": {}", text, problems);
+  return fmt::format(" llvm-args {}", text);
+}
+
 class HostJit {
  public:
   HostJit() {
@@ -72,6 +94,21 @@ class HostJit {
     // (callgrind); out-of-order cores reorder the kernels' few hundred
     // instructions themselves.
     set_option("post-RA-scheduler", false);
+    // Passes of the O2 code generation pipeline that cost more compile time
+    // than the kernels gain from them (callgrind over the W1-W3 kernels:
+    // 1333 -> 1239 M instructions for the pre-RA machine scheduler, 2.1%,
+    // 1.6%, 2.0% and 1.6% for the others; W1-W3 and the BERT products ran
+    // as fast without them, alternated in one sitting). The scheduler's
+    // order matters little to an out-of-order core on loops of loads and
+    // FMAs; the kernels' loads are already distinct and their values
+    // already placed by the IR passes. Machine LICM stays: without it W1
+    // and W2 ran 8-10% slower (constants rematerialized inside loops).
+    set_option("enable-misched", false);
+    set_option("disable-x86-domain-reassignment", true);
+    set_option("disable-machine-cse", true);
+    set_option("disable-machine-sink", true);
+    set_option("disable-copyprop", true);
+    const std::string llvm_args = apply_llvm_args();
     auto builder = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
     // Kernels are straight loops: the default codegen level (O2) gives the
     // code of O3 here at a fraction of the instruction-selection time.
@@ -80,7 +117,7 @@ class HostJit {
     cpu_ = target_machine->getTargetCPU().str();
     features_ = target_machine->getTargetFeatureString().str();
     machine_builder_ = builder;
-    target_id_ = fmt::format("{} {} {}", target_machine->getTargetTriple().str(), cpu_, features_);
+    target_id_ = fmt::format("{} {} {}{}", target_machine->getTargetTriple().str(), cpu_, features_, llvm_args);
     jit_ = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(builder)).create(),
                 "creating the JIT");
   }
@@ -228,10 +265,22 @@ class HostJit {
   // after vectorizing, the same kernels optimize in 22% less time (opt
   // -time-passes over W1-W3's 31 kernels dumped with NIMBLE_DUMP_KERNELS:
   // 220 -> 173 ms) and vectorize the same.
+  // The emitter's only allocas are whole scalars and vectors (accumulators)
+  // and a packing panel that stays in memory: mem2reg promotes the same ones
+  // as SROA (identical optimized IR over W1-W3's kernels) at a fraction of
+  // its cost (SROA was a quarter of this pipeline's time on a dense kernel).
   static constexpr const char* kPipeline =
-      "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-simplify,lcssa,"
+      "mem2reg,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-simplify,lcssa,"
       "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop-vectorize,"
-      "loop-simplify,instcombine<no-verify-fixpoint>,simplifycfg)";
+      "loop-simplify,instcombine<no-verify-fixpoint>,simplifycfg";
+  // A stage the emitter vectorized itself (kExplicitVectorsAttribute) and
+  // the prologue: the same up to the vectorizer, which finds nothing there;
+  // without it and the InstCombine after it, such a function optimizes in
+  // about a quarter less time, into the same machine code (instruction
+  // counts of W1-W3's dense kernels within 1%).
+  static constexpr const char* kExplicitVectorsPipeline =
+      "mem2reg,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-simplify,lcssa,"
+      "loop-mssa(licm),loop(loop-rotate),simplifycfg";
 
   void optimize(llvm::Module& module, llvm::TargetMachine& machine) {
     llvm::LoopAnalysisManager lam;
@@ -244,10 +293,16 @@ class HostJit {
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm;
-    if (llvm::Error e = pb.parsePassPipeline(mpm, kPipeline))
-      throw_error(ErrorKind::runtime_error, "JIT: the optimization pipeline: {}", to_message(std::move(e)));
-    mpm.run(module, mam);
+    llvm::FunctionPassManager full;
+    llvm::FunctionPassManager explicit_vectors;
+    for (auto [pipeline, text] : {std::pair{&full, kPipeline}, std::pair{&explicit_vectors, kExplicitVectorsPipeline}})
+      if (llvm::Error e = pb.parsePassPipeline(*pipeline, text))
+        throw_error(ErrorKind::runtime_error, "JIT: the optimization pipeline: {}", to_message(std::move(e)));
+    for (llvm::Function& f : module) {
+      if (f.isDeclaration()) continue;
+      const bool vectorized = f.hasOptNone() || f.hasFnAttribute(kExplicitVectorsAttribute);
+      (vectorized ? explicit_vectors : full).run(f, fam);
+    }
   }
 
   // With NIMBLE_DUMP_KERNELS=<dir>, each kernel's IR goes to

@@ -176,9 +176,7 @@ class FunctionEmitter {
     data_ = &*arg++;
     dims_ = &*arg++;
     info_ = &*arg++;
-    for (std::size_t k = 0; k < s_.kernel.buffers.size(); ++k)
-      base_.push_back(b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, data_, k),
-                                    fmt::format("{}.data", s_.kernel.buffers[k].tensor.name())));
+    base_.assign(s_.kernel.buffers.size(), nullptr);
     for (const KernelIR::Binding& binding : s_.kernel.bindings) {
       const DimBucket& bucket = binding.bucket;
       llvm::Value* value = bucket.exact >= 0 ? b_.getInt64(bucket.exact) : dim_of(binding.buffer, binding.dim);
@@ -427,9 +425,22 @@ class FunctionEmitter {
 
   int buffer_of(const te::Tensor& t) const { return s_.kernel.buffer_of.at(t.get()); }
 
+  // The data pointer of `buffer`, loaded at the function's entry on first
+  // use: a function loads only those it reads or writes (the prologue none,
+  // and it is compiled unoptimized: see emit_prologue).
+  llvm::Value* base(int buffer) {
+    llvm::Value*& p = base_[static_cast<std::size_t>(buffer)];
+    if (p == nullptr) {
+      llvm::IRBuilder<> at(entry_, entry_->getFirstInsertionPt());
+      p = at.CreateLoad(ptr_, at.CreateConstInBoundsGEP1_64(ptr_, data_, static_cast<std::uint64_t>(buffer)),
+                        fmt::format("{}.data", s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor.name()));
+    }
+    return p;
+  }
+
   llvm::Value* element_ptr(int buffer, llvm::Value* index) {
     const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(buffer)].tensor.dtype();
-    return b_.CreateInBoundsGEP(memory_type(c_, dtype), base_[static_cast<std::size_t>(buffer)], index);
+    return b_.CreateInBoundsGEP(memory_type(c_, dtype), base(buffer), index);
   }
 
   void store(int buffer, llvm::Value* index, llvm::Value* value) {
@@ -1085,8 +1096,7 @@ class FunctionEmitter {
             b_.CreateSub(expr(d.outer.back()->extent), b_.getInt64(1)));
       }
       vars_[col] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, at, b_.CreateSub(n, b_.getInt64(1)));
-      llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), base_[static_cast<std::size_t>(buffer_of(d.b->tensor))],
-                                    flat_index(*d.b));
+      llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), base(buffer_of(d.b->tensor)), flat_index(*d.b));
       vars_.erase(col);
       if (outer) vars_[outer] = outer_at;
       return p;
@@ -1485,7 +1495,14 @@ SplitRange split_range(const KernelIR& kernel, const Stage& stage, const CpuEmit
   return {&stage.body->extent};
 }
 
+// The prologue is a chain of a few dozen compares and stores, run once a
+// call: it is compiled unoptimized (optnone: LLVM's fast instruction
+// selector, no IR passes), which costs it a few instructions a call and
+// saves 0.6-1 ms of each kernel's compilation (instruction selection and
+// its DAG per block cost ~50x the fast selector's on such code).
 void emit_prologue(ModuleState& state, llvm::Function* fn, const CpuEmitOptions& options) {
+  fn->addFnAttr(llvm::Attribute::OptimizeNone);
+  fn->addFnAttr(llvm::Attribute::NoInline);
   const KernelIR& k = state.kernel;
   FunctionEmitter e(state, fn, true);
   llvm::IRBuilder<>& b = e.builder();
@@ -1651,6 +1668,7 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   const Stmt* vector = options.vector_loops && !dot && !op
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
+  if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
   else if (dot)

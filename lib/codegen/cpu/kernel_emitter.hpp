@@ -35,6 +35,12 @@ namespace nimble::codegen {
 
 using runtime::ErrorSite;
 
+/// The function attribute of a stage emitted as explicit vector code (dot-
+/// and outer-product tiles, vector loops): the JIT gives it the IR pipeline
+/// without LLVM's loop vectorizer (kExplicitVectorsAttribute, jit.cpp), which
+/// finds nothing left to do there.
+inline constexpr const char* kExplicitVectorsAttribute = "nimble-explicit-vectors";
+
 struct EmittedKernel {
   std::unique_ptr<llvm::Module> module;
   std::string prologue;             ///< symbol names
