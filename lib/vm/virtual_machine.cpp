@@ -46,11 +46,16 @@ namespace {
 // and copying or clearing a register touches only the member in use.
 // Tensors and storages are held directly, without a Value node, so
 // allocating and passing them to kernels costs no heap allocation beyond the
-// buffer itself.
+// buffer itself. The entry's tensor arguments are borrowed: the caller's
+// Values outlive the call, so a register points at the caller's Tensor (in
+// `i`, which scalar moves copy) instead of taking a reference to its
+// storage: no reference count changes (locked instructions) and no shape
+// copied in or dropped, per argument and per call.
 struct Reg {
   // Ordered: kinds up to `scalar` hold no object.
   enum class Kind : std::uint8_t {
     empty,
+    borrowed,      // i: the address of a Tensor of the caller's (borrowed_tensor())
     scalar,        // i, dtype
     boxed_scalar,  // i, dtype, and t: the same scalar as a 0-d tensor
     tensor,        // t
@@ -83,6 +88,14 @@ struct Reg {
   }
   [[nodiscard]] bool is_scalar() const noexcept {
     return kind == Kind::scalar || kind == Kind::boxed_scalar;
+  }
+  [[nodiscard]] const Tensor& borrowed_tensor() const noexcept {
+    return *reinterpret_cast<const Tensor*>(static_cast<std::uintptr_t>(i));
+  }
+  void borrow(const Tensor& tensor) noexcept {
+    if (holds_object()) drop_objects();
+    kind = Kind::borrowed;
+    i = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(&tensor));
   }
 
   void clear() noexcept {
@@ -172,6 +185,7 @@ const char* kind_name(Reg::Kind k) {
     case Reg::Kind::empty: return "an empty register";
     case Reg::Kind::scalar:
     case Reg::Kind::boxed_scalar: return "a scalar";
+    case Reg::Kind::borrowed:
     case Reg::Kind::tensor: return "a tensor";
     case Reg::Kind::value: return "a value";
     case Reg::Kind::storage: return "a storage";
@@ -187,8 +201,9 @@ const char* kind_name(Reg::Kind k) {
 // A 0-d integer tensor read as a scalar becomes one (keeping its tensor), so
 // that a loop bound passed in as a tensor is decoded once.
 [[gnu::noinline]] std::int64_t read_scalar_slow(Reg& r) {
-  if (r.kind != Reg::Kind::tensor) wrong_kind(r, "a scalar");
-  const Tensor& t = r.t;
+  if (r.kind != Reg::Kind::tensor && r.kind != Reg::Kind::borrowed) wrong_kind(r, "a scalar");
+  const bool borrowed = r.kind == Reg::Kind::borrowed;
+  const Tensor& t = borrowed ? r.borrowed_tensor() : r.t;
   if (t.numel() != 1)
     throw_error(ErrorKind::type_error, "expected a scalar, got a tensor of {} elements", t.numel());
   std::int64_t x;
@@ -201,7 +216,7 @@ const char* kind_name(Reg::Kind k) {
       throw_error(ErrorKind::type_error, "expected an integer or bool scalar, got {}",
                   to_string(t.dtype()));
   }
-  if (t.rank() == 0) {
+  if (t.rank() == 0 && !borrowed) {
     r.kind = Reg::Kind::boxed_scalar;
     r.i = x;
     r.dtype = t.dtype();
@@ -215,7 +230,9 @@ const char* kind_name(Reg::Kind k) {
   return read_scalar_slow(r);
 }
 
-DType scalar_dtype(const Reg& r) { return r.is_scalar() ? r.dtype : r.t.dtype(); }
+DType scalar_dtype(const Reg& r) {
+  return r.is_scalar() ? r.dtype : r.kind == Reg::Kind::borrowed ? r.borrowed_tensor().dtype() : r.t.dtype();
+}
 
 [[gnu::always_inline]] inline void set_scalar(Reg& r, std::int64_t x, DType t) {
   r.clear();
@@ -267,6 +284,7 @@ void set_storage(Reg& r, Ref<Storage> s) {
 const Tensor& tensor_of(Reg& r) {
   if (r.holds_tensor()) [[likely]]
     return r.t;
+  if (r.kind == Reg::Kind::borrowed) return r.borrowed_tensor();
   if (r.kind != Reg::Kind::scalar) wrong_kind(r, "a tensor");
   r.t = scalar_tensor(r.i, r.dtype);
   r.kind = Reg::Kind::boxed_scalar;
@@ -275,7 +293,7 @@ const Tensor& tensor_of(Reg& r) {
 
 Value value_of(Reg& r) {
   if (r.kind == Reg::Kind::value) return r.v;
-  if (r.holds_tensor() || r.kind == Reg::Kind::scalar) return tensor_of(r);
+  if (r.holds_tensor() || r.kind == Reg::Kind::scalar || r.kind == Reg::Kind::borrowed) return tensor_of(r);
   wrong_kind(r, "a value");
 }
 
@@ -517,7 +535,7 @@ Value VirtualMachine::Impl::run(std::uint32_t entry, std::span<const Value> args
   // The arguments go straight into the entry frame's first registers.
   for (std::size_t k = 0; k < args.size(); ++k) {
     if (const Tensor* t = args[k].as_tensor())
-      copy_tensor(r[k], *t);
+      r[k].borrow(*t);
     else
       set_value(r[k], args[k]);
   }
