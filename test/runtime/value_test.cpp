@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -140,4 +141,56 @@ TEST_CASE("values and storages made on one thread can die on another, after it e
   }
   CHECK(from_worker[7][0].tensor().data<float>()[3] == 7.0f);
   from_worker.clear();
+}
+
+namespace {
+
+// Counts its destructions.
+class Counted final : public RefCounted {
+ public:
+  explicit Counted(std::atomic<int>& destroyed) : destroyed_(destroyed) {}
+  ~Counted() { destroyed_.fetch_add(1); }
+
+ private:
+  std::atomic<int>& destroyed_;
+};
+
+}  // namespace
+
+TEST_CASE("a reference count: a fresh object's first reference, sharing, and the last release on any thread",
+          "[runtime]") {
+  std::atomic<int> destroyed{0};
+  {
+    Ref<Counted> a = make_ref<Counted>(destroyed);  // adopted: a plain store
+    CHECK(a->use_count() == 1);
+    Ref<Counted> b = a;
+    CHECK(a->use_count() == 2);
+    b.reset();  // one of two: the atomic path
+    CHECK(a->use_count() == 1);
+    CHECK(destroyed == 0);
+    Ref<Counted> c(a.get());  // a raw pointer already held: counted, not adopted
+    CHECK(a->use_count() == 2);
+  }  // c then a: the sole owner's release destroys without a read-modify-write
+  CHECK(destroyed == 1);
+
+  // Copies released on several threads at once: destroyed exactly once, by
+  // whichever release is last.
+  for (int round = 0; round < 50; ++round) {
+    destroyed = 0;
+    Ref<Counted> shared = make_ref<Counted>(destroyed);
+    std::atomic<bool> shared_while_held{true};  // Catch's CHECK is for the main thread only
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([copy = shared, &shared_while_held]() mutable {
+        for (int i = 0; i < 100; ++i) {
+          const Ref<Counted> another = copy;
+          if (another->use_count() < 2) shared_while_held = false;
+        }
+        copy.reset();
+      });
+    shared.reset();
+    for (std::thread& t : threads) t.join();
+    CHECK(shared_while_held);
+    CHECK(destroyed == 1);
+  }
 }

@@ -68,6 +68,44 @@ TEST_CASE("VM: recursion 10,000 calls deep and a loop of 100,000 steps", "[vm]")
   check_same(m, "sum_to", {i64s(1000)});
 }
 
+TEST_CASE("VM: tensor arguments are borrowed for the call: returned, repeated and viewed, they stay the caller's",
+          "[vm]") {
+  Builder b;
+  b.entry(b.def("same", {{"x", f32({4})}}, [](Expr x) { return x; }));
+  b.entry(b.def("both", {{"x", f32({4})}, {"y", f32({4})}},
+                [](Expr x, Expr y) { return tuple({x, add(x, y), reshape(y, {2, 2}), x}); }));
+  const ir::Module m = b.build();
+  vm::VirtualMachine machine(compile(m));
+  const Tensor x = Tensor::from_data<float>({4}, {1, 2, 3, 4});
+  const Tensor y = Tensor::from_data<float>({4}, {10, 20, 30, 40});
+  const std::uint32_t x_refs = x.storage()->use_count();
+  const std::uint32_t y_refs = y.storage()->use_count();
+  {
+    // Returned as it came: the result holds the caller's storage.
+    const Value same = machine.invoke("same", {x});
+    CHECK(same.tensor().storage() == x.storage());
+    CHECK(x.storage()->use_count() == x_refs + 1);
+  }
+  CHECK(x.storage()->use_count() == x_refs);
+  {
+    // The same argument twice, in a kernel and twice in the result, and a
+    // view of the other: the views share the caller's storage.
+    const std::vector<Value> args{x, y};
+    const Value out = machine.invoke("both", args);
+    CHECK(out[0].tensor().storage() == x.storage());
+    CHECK(out[3].tensor().storage() == x.storage());
+    CHECK(out[2].tensor().storage() == y.storage());
+    CHECK(out[2].tensor().shape() == Shape{2, 2});
+    CHECK_THAT(out[1].tensor(), nimble::testing::IsCloseTo(Tensor::from_data<float>({4}, {11, 22, 33, 44})));
+    // Called again with the same Values: nothing of the first call is left
+    // in the registers to hold them.
+    (void)machine.invoke("both", args);
+  }
+  CHECK(x.storage()->use_count() == x_refs);
+  CHECK(y.storage()->use_count() == y_refs);
+  CHECK(x.data<float>()[0] == 1.0F);
+}
+
 TEST_CASE("VM: closures, tuples, lists and match", "[vm]") {
   Builder b;
   Adt list = b.list();
