@@ -203,7 +203,7 @@ const char* kind_name(Reg::Kind k) {
 [[gnu::noinline]] std::int64_t read_scalar_slow(Reg& r) {
   if (r.kind != Reg::Kind::tensor && r.kind != Reg::Kind::borrowed) wrong_kind(r, "a scalar");
   const bool borrowed = r.kind == Reg::Kind::borrowed;
-  const Tensor& t = borrowed ? r.borrowed_tensor() : r.t;
+  const Tensor& t = borrowed ? r.borrowed_tensor() : r.t;  // still valid after r.t is assigned below
   if (t.numel() != 1)
     throw_error(ErrorKind::type_error, "expected a scalar, got a tensor of {} elements", t.numel());
   std::int64_t x;
@@ -216,7 +216,10 @@ const char* kind_name(Reg::Kind k) {
       throw_error(ErrorKind::type_error, "expected an integer or bool scalar, got {}",
                   to_string(t.dtype()));
   }
-  if (t.rank() == 0 && !borrowed) {
+  if (t.rank() == 0) {
+    // A borrowed one takes its own reference first: a boxed scalar keeps
+    // its tensor in `t` (a loop bound is read every step, decoded once).
+    if (borrowed) r.t = r.borrowed_tensor();
     r.kind = Reg::Kind::boxed_scalar;
     r.i = x;
     r.dtype = t.dtype();
