@@ -285,7 +285,9 @@ class HostJit {
       "loop-mssa(licm),loop(loop-rotate),loop-simplify,lcssa,loop-vectorize,"
       "loop-simplify,instcombine<no-verify-fixpoint>,simplifycfg";
   // A stage the emitter vectorized itself (kExplicitVectorsAttribute) and
-  // the prologue: the same up to the vectorizer, which finds nothing there;
+  // the prologue (optnone: this pass manager runs no instrumentation that
+  // would skip it, and its checks fold): the same up to the vectorizer,
+  // which finds nothing there;
   // without it and the InstCombine after it, such a function optimizes in
   // about a quarter less time, into the same machine code (instruction
   // counts of W1-W3's dense kernels within 1%).

@@ -37,7 +37,7 @@ using runtime::ErrorSite;
 
 /// The function attribute of a stage emitted as explicit vector code (dot-
 /// and outer-product tiles, vector loops): the JIT gives it the IR pipeline
-/// without LLVM's loop vectorizer (kExplicitVectorsAttribute, jit.cpp), which
+/// without LLVM's loop vectorizer (kExplicitVectorsPipeline, jit.cpp), which
 /// finds nothing left to do there.
 inline constexpr const char* kExplicitVectorsAttribute = "nimble-explicit-vectors";
 
