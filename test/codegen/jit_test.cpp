@@ -343,6 +343,60 @@ TEST_CASE("jit: checked loads and integer division fail with an Error, never a t
       ErrorKind::runtime_error, "power: negative exponent in integer power");
 }
 
+TEST_CASE("jit: rows picked by a concatenation or a gather run as branch-free loops, and still check", "[jit]") {
+  // concatenate({a, b, c}, 0): which input a row reads from is decided per
+  // row, so the loop over its columns runs as one version per input (no
+  // branch per element). sigmoid(take(concatenate({x, y}, 0), idx)): the
+  // index check of a gathered row is made once per row, and the row's input
+  // once per row too. Every row count, including empty inputs, against the
+  // reference; a bad index in any row is the same Error as an unfused take's.
+  SymbolicInputs input;
+  const ir::Dim r1("r1"), r2("r2"), r3("r3"), cols("c");
+  const std::vector<te::Tensor> parts{input({r1, cols}, "a"), input({r2, cols}, "b"), input({r3, cols}, "c")};
+  const ir::Attrs rows_axis{{"axis", std::int64_t{0}}};
+  const std::vector<te::Tensor> joined = ops::concatenate().compute(parts, rows_axis);
+  const Ref<Kernel> concat = codegen::compile_cpu_kernel("concatenate", parts, joined);
+  Rng rng(11);
+  for (const std::int64_t width : {1, 16, 37})
+    for (const std::array<std::int64_t, 3> rows : {std::array<std::int64_t, 3>{1, 1, 1}, {3, 0, 2}, {0, 5, 0}, {2, 4, 7}}) {
+      INFO("rows " << rows[0] << ", " << rows[1] << ", " << rows[2] << " width " << width);
+      std::vector<Tensor> args;
+      for (const std::int64_t r : rows) args.push_back(random_tensor(rng, {r, width}, DType::f32));
+      const Value expected = ops::concatenate().reference(
+          std::vector<Value>{Value::tuple(std::vector<Value>(args.begin(), args.end()))}, rows_axis);
+      const auto [one, two] = run_on_one_and_two_threads(*concat, args, {rows[0] + rows[1] + rows[2], width});
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 0, .atol = 0, .equal_nan = true}));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    }
+
+  const ir::Dim m("m");
+  te::SymbolTable& symbols = input.symbols;
+  const ir::Type index_type = ir::tensor_type({m}, DType::i64);
+  const std::vector<te::Tensor> in{input({r1, cols}, "x"), input({r2, cols}, "y"),
+                                   te::placeholder_for(*index_type.as<ir::TensorTypeNode>(), "idx", symbols)};
+  const te::Tensor table = ops::concatenate().compute(std::vector<te::Tensor>{in[0], in[1]}, rows_axis)[0];
+  const te::Tensor gathered = ops::take().compute(std::vector<te::Tensor>{table, in[2]}, {})[0];
+  const std::vector<te::Tensor> out = ops::sigmoid().compute(std::vector<te::Tensor>{gathered}, {});
+  const Ref<Kernel> gather = codegen::compile_cpu_kernel("gather_sigmoid", in, out);
+  const Tensor x = random_tensor(rng, {3, 37}, DType::f32), y = random_tensor(rng, {2, 37}, DType::f32);
+  const Value whole = ops::concatenate().reference(std::vector<Value>{Value::tuple({x, y})}, rows_axis);
+  for (const std::vector<std::int64_t>& picks : {std::vector<std::int64_t>{4}, {0, 4, 2, 3, 3, 1}, {}}) {
+    INFO("indices " << picks.size());
+    const Tensor idx = i64s(picks);
+    const Value rows = ops::take().reference(std::vector<Value>{whole, idx}, {});
+    const Value expected = ops::sigmoid().reference(std::vector<Value>{rows}, {});
+    const auto [one, two] = run_on_one_and_two_threads(*gather, {x, y, idx}, {static_cast<std::int64_t>(picks.size()), 37});
+    CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-6, .atol = 1e-7, .equal_nan = true}));
+    CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+  }
+  const std::vector<Tensor> result{Tensor::empty({3, 37}, DType::f32)};
+  const std::vector<Tensor> last_bad{x, y, i64s({0, 1, 5})}, first_bad{x, y, i64s({-1, 1, 2})};
+  CHECK_NIMBLE_ERROR_MATCHES(gather->run(last_bad, result), ErrorKind::runtime_error,
+                             Catch::Contains("index 5 is out of range for axis 0"));
+  CHECK_NIMBLE_ERROR_MATCHES(gather->run(first_bad, result), ErrorKind::runtime_error,
+                             Catch::Contains("index -1 is out of range for axis 0"));
+}
+
 TEST_CASE("jit: kernels check the dims and dtypes they are given", "[jit]") {
   const ir::Dim n("n");
   const std::vector<ir::Type> types{f32({n, 2}), f32({n, 2})};

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "codegen/dot_product.hpp"
@@ -61,6 +62,40 @@ bool has_side_conditions(const Expr& e) {
   bool found = false;
   te::for_each_child(e, [&](const Expr& child) { found = found || has_side_conditions(child); });
   return found;
+}
+
+// A checked load's dim: its index is tested against the extent.
+struct CheckedIndex {
+  const te::LoadNode* load;
+  std::size_t dim;
+  bool operator==(const CheckedIndex&) const = default;
+};
+struct CheckedIndexHash {
+  std::size_t operator()(const CheckedIndex& c) const noexcept {
+    return std::hash<const void*>()(c.load) ^ (c.dim * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
+// Lazy selects (an arm with loads or checks, computed under a branch) whose
+// arm a loop's version has fixed: true for the first arm.
+using DecidedSelects = std::unordered_map<const te::SelectNode*, bool>;
+
+bool is_lazy(const te::SelectNode& s) { return has_side_conditions(s.a) || has_side_conditions(s.b); }
+
+// Calls `fn` on each subexpression of `e` that every evaluation of `e`
+// computes: not inside a lazy select's arm (unless `decided` fixed it: then
+// inside that arm) nor inside a reduction (which has loops of its own).
+template <class Fn>
+void for_each_always_evaluated(const Expr& e, const DecidedSelects& decided, Fn&& fn) {
+  if (e.kind() == ExprKind::reduce) return;
+  fn(e);
+  if (const auto* s = e.as<te::SelectNode>(); s && is_lazy(*s)) {
+    for_each_always_evaluated(s->cond, decided, fn);
+    if (const auto it = decided.find(s); it != decided.end())
+      for_each_always_evaluated(it->second ? s->a : s->b, decided, fn);
+    return;
+  }
+  te::for_each_child(e, [&](const Expr& child) { for_each_always_evaluated(child, decided, fn); });
 }
 
 // Shared by the functions of one kernel: the module, the error table, and
@@ -248,11 +283,80 @@ class FunctionEmitter {
     llvm::Value* lo = begin ? begin : b_.getInt64(0);
     llvm::Value* hi = end ? end : expr(s.extent);
     const te::VarNode* var = s.var.node();
+    if (s.body->kind != Stmt::Kind::store) {
+      loop(lo, hi, [&](llvm::Value* iv) {
+        vars_[var] = iv;
+        stmt(*s.body);
+      });
+      vars_.erase(var);
+      return;
+    }
+    llvm::BasicBlock* versions = llvm::BasicBlock::Create(c_, "versions", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), versions, done);
+    b_.SetInsertPoint(versions);
+    innermost_loop(s, lo, hi, 0);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  // An innermost loop (its body one store), made a branch-free body LLVM
+  // can vectorize where its branches do not depend on the loop variable:
+  //  - a lazy select whose condition does not read it (a concatenation
+  //    along an outer axis: the row decides the input) becomes two
+  //    versions of the loop, one per arm, chosen before it (at most
+  //    kMaxLoopVersionDepth nested: 8 versions);
+  //  - index checks that do not read it (a gathered row: x[idx[i], j]! in
+  //    a loop over j) are made once before it.
+  // The caller has branched on the loop running at all: what runs before
+  // it here, the body would have run in its first iteration.
+  static constexpr int kMaxLoopVersionDepth = 3;
+  void innermost_loop(const Stmt& s, llvm::Value* lo, llvm::Value* hi, int depth) {
+    const te::VarNode* var = s.var.node();
+    const te::SelectNode* fork = nullptr;
+    std::vector<CheckedIndex> checks;
+    for (const Expr* root : {&s.body->index, &s.body->value})
+      for_each_always_evaluated(*root, decided_, [&](const Expr& e) {
+        if (const auto* sel = e.as<te::SelectNode>();
+            sel && !fork && is_lazy(*sel) && !decided_.contains(sel) && !depends_on(sel->cond, var))
+          fork = sel;
+        if (const auto* l = e.as<te::LoadNode>(); l && l->checked)
+          for (std::size_t d = 0; d < l->indices.size(); ++d)
+            if (!depends_on(l->indices[d], var)) checks.push_back({l, d});
+      });
+    if (fork && depth < kMaxLoopVersionDepth) {
+      llvm::BasicBlock* first = llvm::BasicBlock::Create(c_, "version.a", fn_);
+      llvm::BasicBlock* second = llvm::BasicBlock::Create(c_, "version.b", fn_);
+      llvm::BasicBlock* join = llvm::BasicBlock::Create(c_, "versions.end", fn_);
+      b_.CreateCondBr(expr(fork->cond), first, second);
+      for (const auto& [block, arm] : {std::pair{first, true}, std::pair{second, false}}) {
+        b_.SetInsertPoint(block);
+        decided_[fork] = arm;
+        innermost_loop(s, lo, hi, depth + 1);
+        b_.CreateBr(join);
+      }
+      decided_.erase(fork);
+      b_.SetInsertPoint(join);
+      return;
+    }
+    for (const CheckedIndex& c : checks) check_index(*c.load, c.dim, expr(c.load->indices[c.dim]));
+    checked_outside_.insert(checks.begin(), checks.end());
     loop(lo, hi, [&](llvm::Value* iv) {
       vars_[var] = iv;
       stmt(*s.body);
     });
     vars_.erase(var);
+    for (const CheckedIndex& c : checks) checked_outside_.erase(c);
+  }
+
+  // Fails unless index `i` of checked load `l`'s dim `d` lies in its extent.
+  void check_index(const te::LoadNode& l, std::size_t d, llvm::Value* i) {
+    llvm::Value* extent = expr(l.tensor.shape()[d]);
+    llvm::Value* bad = b_.CreateOr(b_.CreateICmpSLT(i, b_.getInt64(0)), b_.CreateICmpSGE(i, extent));
+    llvm::Value* info[] = {i, extent};
+    fail_if(bad, {.form = ErrorSite::Form::index, .kind = ErrorKind::runtime_error, .text = l.tensor.name(),
+                  .stage = stage_name, .buffer = buffer_of(l.tensor), .dim = static_cast<int>(d)},
+            info);
   }
 
   // A dot-product stage (dot_product.hpp) as tiles of `tile.rows` × `tile.cols`
@@ -401,6 +505,10 @@ class FunctionEmitter {
     if (const auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) return c->getSExtValue();
     return std::nullopt;
   }
+  // Checked loads whose indices a loop's preheader has checked (check_before_loop).
+  std::unordered_set<CheckedIndex, CheckedIndexHash> checked_outside_;
+  // Selects whose arm the loop version being emitted fixed (innermost_loop).
+  DecidedSelects decided_;
   // Reductions whose value a tile has computed (dot_tile), for their epilogue.
   std::unordered_map<const te::ReduceNode*, llvm::Value*> sums_;
 
@@ -527,20 +635,13 @@ class FunctionEmitter {
   // The row-major element index a load reads (a checked load's indices
   // tested first).
   llvm::Value* flat_index(const te::LoadNode& l) {
-    const int buffer = buffer_of(l.tensor);
     // Shapes come from the load's own tensor: a flat view has one dim.
     const std::vector<Expr>& shape = l.tensor.shape();
     llvm::Value* flat = nullptr;
     for (std::size_t d = 0; d < l.indices.size(); ++d) {
       llvm::Value* i = expr(l.indices[d]);
       llvm::Value* extent = expr(shape[d]);
-      if (l.checked) {
-        llvm::Value* bad = b_.CreateOr(b_.CreateICmpSLT(i, b_.getInt64(0)), b_.CreateICmpSGE(i, extent));
-        llvm::Value* info[] = {i, extent};
-        fail_if(bad, {.form = ErrorSite::Form::index, .kind = ErrorKind::runtime_error,
-                      .text = l.tensor.name(), .stage = stage_name, .buffer = buffer, .dim = static_cast<int>(d)},
-                info);
-      }
+      if (l.checked && !checked_outside_.contains({&l, d})) check_index(l, d, i);
       flat = flat ? b_.CreateAdd(b_.CreateMul(flat, extent), i) : i;
     }
     return flat ? flat : b_.getInt64(0);
@@ -685,6 +786,7 @@ class FunctionEmitter {
   }
 
   llvm::Value* select(const te::SelectNode& s) {
+    if (const auto it = decided_.find(&s); it != decided_.end()) return expr(it->second ? s.a : s.b);
     llvm::Value* cond = expr(s.cond);
     // In a vector loop both arms are safe: its loads are masked and in
     // range, and nothing in it fails (lane_wise).
