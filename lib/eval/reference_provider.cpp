@@ -101,7 +101,11 @@ class ShapeKernel final : public Kernel {
   ir::Attrs attrs_;
 };
 
-// A fused primitive: lets of op calls on its parameters and scalar constants.
+Value make_tuple(std::vector<Value> fields) { return Value::tuple(std::move(fields)); }
+ir::Type make_tuple(std::vector<ir::Type> fields) { return ir::tuple_type(std::move(fields)); }
+
+// A fused primitive: lets of op calls on its parameters and scalar
+// constants (or tuples of them: concatenate's parts).
 struct FusedBody {
   struct Step {
     const ir::VarNode* var;
@@ -134,14 +138,20 @@ struct FusedBody {
   T run(std::span<const T> inputs, ConstFn&& constant, StepFn&& step) const {
     std::unordered_map<const ir::VarNode*, T> env;
     for (std::size_t i = 0; i < params.size(); ++i) env.emplace(params[i], inputs[i]);
+    const auto value_of = [&](const ir::Expr& a) -> T {
+      if (const auto* v = a.as<ir::VarNode>()) return env.at(v);
+      return constant(a.as<ir::ConstantNode>()->value);
+    };
     std::vector<T> args;
     for (const Step& s : steps) {
       args.clear();
       for (const ir::Expr& a : s.call->args) {
-        if (const auto* v = a.as<ir::VarNode>()) {
-          args.push_back(env.at(v));
+        if (const auto* tuple = a.as<ir::TupleNode>()) {  // concatenate's parts
+          std::vector<T> fields;
+          for (const ir::Expr& f : tuple->fields) fields.push_back(value_of(f));
+          args.push_back(make_tuple(std::move(fields)));
         } else {
-          args.push_back(constant(a.as<ir::ConstantNode>()->value));
+          args.push_back(value_of(a));
         }
       }
       const ir::OpDef& op = *s.call->callee.as<ir::OpNode>()->def;

@@ -2,6 +2,7 @@
 // and after every pass in debug builds.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "ir/op.hpp"
@@ -171,16 +172,20 @@ class Verifier {
   }
 
   // A primitive function's body: lets of calls of ops with compute rules on
-  // variables and constants, ending in one of its variables or such a call.
+  // variables and constants (or tuples of them), ending in one of its variables or such a call.
   static void check_primitive_body(const Expr& body) {
     auto check_call = [](const Expr& value) {
       const auto* call = value.as<CallNode>();
       const auto* op = call ? call->callee.as<OpNode>() : nullptr;
       if (!op || op->def->pattern == OpPattern::opaque)
         ill_formed(value, "a primitive function computes only calls of fusable ops");
-      for (const Expr& a : call->args)
-        if (!a.as<VarNode>() && !a.as<ConstantNode>())
-          ill_formed(a, "a primitive function's op arguments are variables or constants");
+      const auto leaf = [](const Expr& a) { return a.as<VarNode>() || a.as<ConstantNode>(); };
+      for (const Expr& a : call->args) {
+        // A tuple of them too: concatenate's parts, written in place.
+        const auto* tuple = a.as<TupleNode>();
+        if (!leaf(a) && !(tuple && std::all_of(tuple->fields.begin(), tuple->fields.end(), leaf)))
+          ill_formed(a, "a primitive function's op arguments are variables, constants or tuples of them");
+      }
     };
     Expr cur = body;
     while (const auto* let = cur.as<LetNode>()) {

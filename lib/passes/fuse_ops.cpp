@@ -8,7 +8,8 @@
 // value then dies inside the kernel) and the patterns allow it (OpPattern in
 // ir/op.hpp) — Relay's FuseOps, where a producer fuses into its immediate
 // post-dominator with everything between them:
-//   - elementwise, broadcast and injective ops chain freely;
+//   - elementwise, broadcast and injective ops chain freely (a tuple
+//     argument's fields count as arguments: concatenate's parts join it);
 //   - a reduction takes injective producers (they inline into its source) and
 //     injective consumers (its epilogue);
 //   - dense / matmul take injective consumers only (bias, activation,
@@ -53,10 +54,32 @@ bool is_anchor(ir::OpPattern p) {
   return p == ir::OpPattern::reduction || p == ir::OpPattern::out_elemwise_fusable;
 }
 
-// An op call a kernel can share with others: a fusable op on tensors giving
-// one tensor whose shape follows from the input shapes, and not scalar
-// integer work (loop counters, shape arithmetic), which the VM does itself.
-const ir::OpDef* fusable_op(const Expr& value) {
+// A block's tuples read by exactly one op call of the block (`let %t =
+// (%a, %b); concatenate(%t)`): their fields are that call's operands.
+using OperandTuples = std::unordered_map<const ir::VarNode*, const ir::TupleNode*>;
+
+// The values an op call reads: its arguments, with the fields of a tuple
+// (written in place, or one of `tuples`) in their stead.
+template <class Fn>
+void for_each_operand(const ir::CallNode& call, const OperandTuples& tuples, Fn&& fn) {
+  for (const Expr& a : call.args) {
+    const auto* tuple = a.as<ir::TupleNode>();
+    if (const auto* v = a.as<ir::VarNode>()) {
+      if (const auto it = tuples.find(v); it != tuples.end()) tuple = it->second;
+    }
+    if (tuple) {
+      for (const Expr& f : tuple->fields) fn(f);
+    } else {
+      fn(a);
+    }
+  }
+}
+
+// An op call a kernel can share with others: a fusable op on tensors (or a
+// tuple of them: concatenate's parts) giving one tensor whose shape follows
+// from the input shapes, and not scalar integer work (loop counters, shape
+// arithmetic), which the VM does itself.
+const ir::OpDef* fusable_op(const Expr& value, const OperandTuples& tuples) {
   const auto* call = value.as<ir::CallNode>();
   const auto* op = call ? call->callee.as<ir::OpNode>() : nullptr;
   if (!op || op->def->pattern == ir::OpPattern::opaque) return nullptr;
@@ -64,11 +87,11 @@ const ir::OpDef* fusable_op(const Expr& value) {
   const auto* result = call->checked_type.as<ir::TensorTypeNode>();
   if (!result) return nullptr;
   if (result->rank() == 0 && !is_floating(result->dtype)) return nullptr;
-  for (const Expr& a : call->args) {
-    if (!a.type().as<ir::TensorTypeNode>()) return nullptr;
-    if (!a.as<ir::VarNode>() && !a.as<ir::ConstantNode>()) return nullptr;
-  }
-  return op->def;
+  bool tensors = true;
+  for_each_operand(*call, tuples, [&](const Expr& a) {
+    tensors = tensors && a.type().as<ir::TensorTypeNode>() && (a.as<ir::VarNode>() || a.as<ir::ConstantNode>());
+  });
+  return tensors ? op->def : nullptr;
 }
 
 // A floating-point scalar constant stays inside its group, where the kernel
@@ -110,19 +133,38 @@ class Fuser {
       block.push_back({let->var, let->value, let->loc});
       cur = let->body;
     }
+    // Tuples that one later op call of the block reads, and that call.
+    OperandTuples tuples;
+    std::unordered_map<const ir::VarNode*, std::size_t> tuple_reader;
+    for (std::size_t i = 0; i < block.size(); ++i) {
+      const auto* v = block[i].var.as<ir::VarNode>();
+      if (const auto* t = block[i].value.as<ir::TupleNode>(); t && v) {
+        if (const auto u = uses_.find(v); u != uses_.end() && u->second == 1) tuples.emplace(v, t);
+      } else if (const auto* call = block[i].value.as<ir::CallNode>()) {
+        for (const Expr& a : call->args)
+          if (const auto* av = a.as<ir::VarNode>(); av && tuples.contains(av)) tuple_reader.emplace(av, i);
+      }
+    }
+    for (auto it = tuples.begin(); it != tuples.end();)
+      it = tuple_reader.contains(it->first) ? std::next(it) : tuples.erase(it);
+
     std::vector<Group> groups;
-    const std::vector<int> group_of = form_groups(block, groups);
+    const std::vector<int> group_of = form_groups(block, tuples, groups);
 
     // Rebuild the chain from its end: a root becomes the call of its group's
-    // primitive function, other members vanish, the rest is rewritten.
+    // primitive function, other members vanish (with the tuples only they
+    // read), the rest is rewritten.
     Expr body = rewrite(cur);
     for (std::size_t i = block.size(); i-- > 0;) {
       const int g = group_of[i];
+      const auto* var = block[i].var.as<ir::VarNode>();
+      if (const auto reader = tuple_reader.find(var); reader != tuple_reader.end() && group_of[reader->second] >= 0)
+        continue;  // written in place in the reader's kernel
       Expr value;
       if (g < 0) {
         value = rewrite(block[i].value);
       } else if (groups[static_cast<std::size_t>(g)].members.back() == i) {
-        value = fused_call(block, groups[static_cast<std::size_t>(g)]);
+        value = fused_call(block, tuples, groups[static_cast<std::size_t>(g)]);
       } else {
         continue;  // inside its group's kernel
       }
@@ -132,7 +174,8 @@ class Fuser {
   }
 
   // Assigns each binding a group (or -1) and keeps only groups worth a kernel.
-  std::vector<int> form_groups(const std::vector<Binding>& block, std::vector<Group>& groups) const {
+  std::vector<int> form_groups(const std::vector<Binding>& block, const OperandTuples& tuples,
+                               std::vector<Group>& groups) const {
     // Per variable of the block: the bindings whose calls read it, and how
     // many of its uses those are (the others are outside any call here).
     std::unordered_map<const ir::VarNode*, std::size_t> index_of;
@@ -141,15 +184,16 @@ class Fuser {
     for (std::size_t i = 0; i < block.size(); ++i) {
       index_of.emplace(block[i].var.as<ir::VarNode>(), i);
       if (const auto* call = block[i].value.as<ir::CallNode>())
-        for (const Expr& a : call->args)
+        for_each_operand(*call, tuples, [&](const Expr& a) {
           if (const auto* v = a.as<ir::VarNode>()) {
             users[v].push_back(i);
             ++call_uses[v];
           }
+        });
     }
     std::vector<int> group_of(block.size(), -1);
     for (std::size_t i = 0; i < block.size(); ++i) {
-      const ir::OpDef* op = fusable_op(block[i].value);
+      const ir::OpDef* op = fusable_op(block[i].value, tuples);
       if (!op) continue;
       Group merged{.members = {i}, .has_anchor = is_anchor(op->pattern), .views_only = is_view(*op)};
       std::unordered_set<std::size_t> member(merged.members.begin(), merged.members.end());
@@ -167,24 +211,24 @@ class Fuser {
         // softmax after its scaled batch_matmul). An injective op takes a
         // group with an anchor only into a group without one.
         if (pattern == ir::OpPattern::out_elemwise_fusable) continue;
-        for (const Expr& a : call.args) {
+        for_each_operand(call, tuples, [&](const Expr& a) {
           const auto* v = a.as<ir::VarNode>();
           const auto at = v ? index_of.find(v) : index_of.end();
-          if (at == index_of.end() || at->second >= i) continue;
+          if (at == index_of.end() || at->second >= i) return;
           const int g = group_of[at->second];
-          if (g < 0 || member.count(at->second) != 0) continue;
-          if (const auto u = uses_.find(v); u == uses_.end() || u->second != call_uses[v]) continue;
+          if (g < 0 || member.count(at->second) != 0) return;
+          if (const auto u = uses_.find(v); u == uses_.end() || u->second != call_uses[v]) return;
           bool inside = true;
           for (std::size_t user : users[v]) inside = inside && member.count(user) != 0;
-          if (!inside) continue;
+          if (!inside) return;
           Group& producer = groups[static_cast<std::size_t>(g)];
-          if (pattern != ir::OpPattern::reduction && producer.has_anchor && merged.has_anchor) continue;
+          if (pattern != ir::OpPattern::reduction && producer.has_anchor && merged.has_anchor) return;
           merged.has_anchor = merged.has_anchor || producer.has_anchor;
           merged.views_only = merged.views_only && producer.views_only;
           merged.members.insert(merged.members.end(), producer.members.begin(), producer.members.end());
           member.insert(producer.members.begin(), producer.members.end());
           producer.members.clear();
-        }
+        });
       }
       std::sort(merged.members.begin(), merged.members.end());
       const int id = static_cast<int>(groups.size());
@@ -202,7 +246,7 @@ class Fuser {
   }
 
   // The call of a new primitive function computing `group`.
-  static Expr fused_call(const std::vector<Binding>& block, const Group& group) {
+  static Expr fused_call(const std::vector<Binding>& block, const OperandTuples& tuples, const Group& group) {
     std::unordered_map<const ir::ExprNode*, Expr> inner;  // outer value -> inner var
     std::vector<Expr> params;
     std::vector<Expr> args;
@@ -219,7 +263,19 @@ class Fuser {
     for (std::size_t m : group.members) {
       const auto& call = *block[m].value.as<ir::CallNode>();
       std::vector<Expr> call_args;
-      for (const Expr& a : call.args) call_args.push_back(inner_value(a));
+      for (const Expr& a : call.args) {
+        const auto* tuple = a.as<ir::TupleNode>();
+        if (const auto* v = a.as<ir::VarNode>()) {
+          if (const auto it = tuples.find(v); it != tuples.end()) tuple = it->second;
+        }
+        if (tuple) {
+          std::vector<Expr> fields;
+          for (const Expr& f : tuple->fields) fields.push_back(inner_value(f));
+          call_args.push_back(ir::tuple(std::move(fields), tuple->loc));
+        } else {
+          call_args.push_back(inner_value(a));
+        }
+      }
       Expr v = ir::var(block[m].var.as<ir::VarNode>()->name);
       lets.emplace_back(v, ir::call(call.callee, std::move(call_args), call.attrs, call.loc));
       inner.emplace(block[m].var.get(), v);

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "models/bert.hpp"
 #include "models/lstm.hpp"
@@ -48,21 +51,51 @@ TEST_CASE("W1: the LSTM matches a naive implementation", "[eval]") {
   }
 }
 
+namespace {
+// A tree over leaves lo..hi-1 whose every right child is a leaf: one node a
+// depth, the deepest tree of hi - lo leaves.
+std::unique_ptr<workloads::TreeShape> left_chain(std::int64_t lo, std::int64_t hi) {
+  auto t = std::make_unique<workloads::TreeShape>();
+  if (hi - lo == 1) {
+    t->leaf = lo;
+    return t;
+  }
+  t->left = left_chain(lo, hi - 1);
+  t->right = left_chain(hi - 1, hi);
+  return t;
+}
+}  // namespace
+
 TEST_CASE("W2: the Tree-LSTM matches a naive implementation", "[eval]") {
+  // By recursion below models::kTreeLevelsFrom leaves, by levels from it:
+  // the workload's trees, a chain (a depth per node) and a lone leaf with
+  // more rows of x than it reads.
   Builder b;
   models::build_tree_lstm(b);
   const ir::Module m = b.build();
   const Adt tree(m.find_adt("Tree"));
   const std::vector<Tensor> w = workloads::w2_weights();
-  for (std::int64_t n : {1, 8}) {
-    const auto shape = workloads::w2_tree(n);
-    const Tensor x = workloads::w2_leaves(n);
-    std::vector<Value> args{tree_value(*shape, tree), x};
+  struct Case {
+    std::string name;
+    std::unique_ptr<workloads::TreeShape> shape;
+    std::int64_t rows;
+  };
+  std::vector<Case> cases;
+  for (const std::int64_t n : std::initializer_list<std::int64_t>{1, 8, models::kTreeLevelsFrom, 19, 32})
+    cases.push_back({"workload tree, " + std::to_string(n) + " leaves", workloads::w2_tree(n), n});
+  cases.push_back({"chain of 20 leaves", left_chain(0, 20), 20});
+  auto lone = std::make_unique<workloads::TreeShape>();
+  lone->leaf = 5;
+  cases.push_back({"Leaf(5) over 17 rows", std::move(lone), 17});
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const Tensor x = workloads::w2_leaves(c.rows);
+    std::vector<Value> args{tree_value(*c.shape, tree), x};
     args.insert(args.end(), w.begin(), w.end());
-    const auto [h, c] = naive::tree_lstm(*shape, x, w);
+    const auto [h, cell] = naive::tree_lstm(*c.shape, x, w);
     for (const Value& out : run_both(m, "tree_lstm", args)) {
       CHECK_THAT(out[0].tensor(), IsCloseTo(naive::to_tensor({h}, {150}), kModelTolerance));
-      CHECK_THAT(out[1].tensor(), IsCloseTo(naive::to_tensor({c}, {150}), kModelTolerance));
+      CHECK_THAT(out[1].tensor(), IsCloseTo(naive::to_tensor({cell}, {150}), kModelTolerance));
     }
   }
 }

@@ -59,6 +59,42 @@ entry def @f(%x: f32[n, 8], %w: f32[16, 8], %b: f32[16], %r: f32[n, 16]) -> f32[
 )");
 }
 
+TEST_CASE("fuse_ops: a concatenation takes the producers of its parts, and joins its consumer", "[passes]") {
+  // A level of the Tree-LSTM: rows gathered from [leaves; level below] and
+  // joined side by side, one kernel; the tuple only the concatenation reads
+  // is written in place in it. A tuple read elsewhere too stays as it is.
+  check_golden(passes::fuse_ops, R"(
+entry def @f(%a: f32[n, 4], %b: f32[r, 4], %i: i64[m]) -> (f32[m, 8], (f32[n, 4], f32[r, 4])) {
+  let %t = (%a, %b);
+  let %table = concatenate(%t, axis=0);
+  let %x = take(%table, %i, axis=0);
+  let %y = tanh(%table);
+  let %s = sigmoid(%x);
+  let %u = (%s, %x);
+  let %z = concatenate(%u, axis=1);
+  let %w = (%a, %b);
+  let %v = concatenate(%w, axis=0);
+  (%z, %w)
+}
+)",
+               R"(
+entry def @f(%a: f32[n, 4], %b: f32[r, 4], %i: i64[m]) -> (f32[m, 8], (f32[n, 4], f32[r, 4])) {
+  let %t = (%a, %b);
+  let %table = concatenate(%t, axis=0);
+  let %y = tanh(%table);
+  let %z = (primitive fn (%p0: f32[?, 4], %p1: i64[m]) {
+    let %x = take(%p0, %p1, axis=0);
+    let %s = sigmoid(%x);
+    let %z_1 = concatenate((%s, %x), axis=1);
+    %z_1
+  })(%table, %i);
+  let %w = (%a, %b);
+  let %v = concatenate(%w, axis=0);
+  (%z, %w)
+}
+)");
+}
+
 TEST_CASE("fuse_ops: a reduction takes its injective producers, and after a dense its residual add", "[passes]") {
   check_golden(passes::fuse_ops, R"(
 entry def @f(%x: f32[n, 8], %w: f32[8, 8], %gamma: f32[8], %beta: f32[8]) -> (f32[n, 8], f32[n, 8]) {
@@ -131,7 +167,7 @@ def @f(%x: f32[4]) {
   })(%x);
   %y
 })"),
-             Catch::Contains("op arguments are variables or constants"));
+             Catch::Contains("op arguments are variables, constants or tuples of them"));
 }
 
 TEST_CASE("compile report: kernels before and after fusion, allocations, the planned arena", "[passes]") {

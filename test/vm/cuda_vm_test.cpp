@@ -144,6 +144,7 @@ TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the r
   FakeGpu gpu;
   check_on_gpu(lstm_case(5), &gpu.fake);
   check_on_gpu(tree_lstm_case(8), &gpu.fake);
+  check_on_gpu(tree_lstm_case(19), &gpu.fake);  // by levels (models::kTreeLevelsFrom)
   // BERT's weights, a list of tuples of 16 tensors a layer, go to the device
   // at the entry: one copy each, through the driver.
   const int copies = gpu.fake.calls("cuMemcpyHtoDAsync_v2");
@@ -511,7 +512,8 @@ TEST_CASE("cuda: on a real GPU, programs compiled for it match the reference", "
     }
   }
   check_on_gpu(lstm_case(37));
-  check_on_gpu(tree_lstm_case(16));
+  check_on_gpu(tree_lstm_case(8));
+  check_on_gpu(tree_lstm_case(19));
   check_on_gpu(bert_case(12, 37));
   {
     // Results left on the GPU, read back by the host.

@@ -172,7 +172,7 @@ TEST_CASE("VM: the three models give the interpreter's results exactly", "[vm]")
     const ir::Module m = b.build();
     const Adt tree(m.find_adt("Tree"));
     const std::vector<Tensor> w = workloads::w2_weights();
-    for (std::int64_t n : {1, 9}) {
+    for (std::int64_t n : {1, 9, 19}) {  // 19: by levels (models::kTreeLevelsFrom)
       std::vector<Value> args{tree_value(*workloads::w2_tree(n), tree), workloads::w2_leaves(n)};
       args.insert(args.end(), w.begin(), w.end());
       check_same(m, "tree_lstm", args);

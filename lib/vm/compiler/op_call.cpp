@@ -131,46 +131,89 @@ std::vector<std::uint32_t> shapes_from_shape_function(FunctionCompiler& fc, cons
 
 // The i64 shape registers of `call`'s outputs built by the VM itself when
 // every dim of their types is a constant or a symbol that some tensor
-// argument's type has: dims of the arguments then are the output's (type
-// inference related them; the kernel checks what the types leave open), and
-// no shape function runs. nullopt if some dim is Any or a symbol no
-// argument carries.
+// argument's type has (a field of a tuple argument's too: concatenate's
+// inputs): dims of the arguments then are the output's (type inference
+// related them; the kernel checks what the types leave open), and no shape
+// function runs. A concatenation's extent along its axis, which its type
+// leaves unknown unless every part's is static, is the sum of its parts'.
+// nullopt if some other dim is Any or a symbol no argument carries.
 std::optional<std::vector<std::uint32_t>> shapes_from_types(
     FunctionCompiler& fc, const ir::CallNode& call, const std::vector<std::uint32_t>& inputs,
     const std::vector<const ir::TensorTypeNode*>& outs) {
+  // A dim of argument `arg` (of its field `field` where that is a tuple).
   struct Source {
     std::size_t arg;
+    std::optional<std::uint32_t> field;
     std::uint32_t dim;
   };
-  std::vector<std::vector<std::optional<Source>>> plan;
+  // Per output dim: a constant (no source), one argument's dim, or the sum
+  // of a concatenation's parts' dims along its axis.
+  struct Plan {
+    std::vector<Source> sum;
+  };
+  const auto tensor_args = [&](const auto& fn) {
+    for (std::size_t i = 0; i < call.args.size(); ++i) {
+      const ir::Type& t = call.args[i].type();
+      if (const auto* a = t.as<ir::TensorTypeNode>()) {
+        fn(i, std::optional<std::uint32_t>{}, *a);
+      } else if (const auto* tuple = t.as<ir::TupleTypeNode>()) {
+        for (std::size_t f = 0; f < tuple->fields.size(); ++f)
+          if (const auto* field = tuple->fields[f].as<ir::TensorTypeNode>())
+            fn(i, std::optional<std::uint32_t>{static_cast<std::uint32_t>(f)}, *field);
+      }
+    }
+  };
+  const auto* op = call.callee.as<ir::OpNode>();
+  std::optional<std::size_t> concat_axis;
+  if (op && op->def == &ops::concatenate() && outs.size() == 1 && call.args.size() == 1) {
+    const std::int64_t axis = std::get<std::int64_t>(ir::attr_or_default(*op->def, call.attrs, "axis"));
+    const auto rank = static_cast<std::int64_t>(outs[0]->rank());
+    if (axis >= -rank && axis < rank) concat_axis = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+  }
+  std::vector<std::vector<Plan>> plan;
   for (const ir::TensorTypeNode* t : outs) {
-    std::vector<std::optional<Source>>& dims = plan.emplace_back();
-    for (const ir::Dim& d : t->shape) {
-      if (d.is_fixed()) {
-        dims.emplace_back();
-        continue;
-      }
-      if (!d.is_symbol()) return std::nullopt;
-      std::optional<Source> found;
-      for (std::size_t i = 0; i < call.args.size() && !found; ++i) {
-        const auto* a = call.args[i].type().as<ir::TensorTypeNode>();
-        if (!a) continue;
-        for (std::size_t k = 0; k < a->rank() && !found; ++k)
-          if (a->shape[k].is_symbol() && a->shape[k].name() == d.name())
-            found = Source{i, static_cast<std::uint32_t>(k)};
-      }
-      if (!found) return std::nullopt;
-      dims.push_back(found);
+    std::vector<Plan>& dims = plan.emplace_back();
+    for (std::size_t k = 0; k < t->rank(); ++k) {
+      const ir::Dim& d = t->shape[k];
+      Plan& p = dims.emplace_back();
+      if (d.is_fixed()) continue;
+      if (d.is_symbol())
+        tensor_args([&](std::size_t i, std::optional<std::uint32_t> field, const ir::TensorTypeNode& a) {
+          for (std::size_t j = 0; j < a.rank() && p.sum.empty(); ++j)
+            if (a.shape[j].is_symbol() && a.shape[j].name() == d.name())
+              p.sum.push_back({i, field, static_cast<std::uint32_t>(j)});
+        });
+      if (p.sum.empty() && concat_axis == k)
+        tensor_args([&](std::size_t i, std::optional<std::uint32_t> field, const ir::TensorTypeNode&) {
+          p.sum.push_back({i, field, static_cast<std::uint32_t>(k)});
+        });
+      if (p.sum.empty()) return std::nullopt;
     }
   }
   std::vector<std::uint32_t> shapes;
   for (std::size_t o = 0; o < outs.size(); ++o) {
     std::vector<std::uint32_t> dims;
     for (std::size_t k = 0; k < plan[o].size(); ++k) {
-      const std::uint32_t reg = fc.new_reg();
-      if (const std::optional<Source>& s = plan[o][k]) {
-        fc.emit({.opcode = Opcode::TensorDim, .dst = reg, .a = inputs[s->arg], .b = s->dim});
-      } else {
+      std::uint32_t reg = kNoReg;
+      for (const Source& s : plan[o][k].sum) {
+        std::uint32_t tensor = inputs[s.arg];
+        if (s.field) {
+          tensor = fc.new_reg();
+          fc.emit({.opcode = Opcode::GetField, .dst = tensor, .a = inputs[s.arg], .b = *s.field});
+        }
+        const std::uint32_t dim = fc.new_reg();
+        fc.emit({.opcode = Opcode::TensorDim, .dst = dim, .a = tensor, .b = s.dim});
+        if (reg == kNoReg) {
+          reg = dim;
+        } else {
+          const std::uint32_t total = fc.new_reg();
+          fc.emit({.opcode = Opcode::ScalarBinary, .aux = static_cast<std::uint8_t>(ScalarOp::add), .dst = total,
+                   .a = reg, .b = dim});
+          reg = total;
+        }
+      }
+      if (reg == kNoReg) {
+        reg = fc.new_reg();
         const auto bits = static_cast<std::uint64_t>(outs[o]->shape[k].value());
         fc.emit({.opcode = Opcode::LoadConsti, .aux = static_cast<std::uint8_t>(DType::i64), .dst = reg,
                  .a = static_cast<std::uint32_t>(bits), .b = static_cast<std::uint32_t>(bits >> 32)});
