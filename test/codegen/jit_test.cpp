@@ -346,7 +346,7 @@ TEST_CASE("jit: checked loads and integer division fail with an Error, never a t
 TEST_CASE("jit: rows picked by a concatenation or a gather run as branch-free loops, and still check", "[jit]") {
   // concatenate({a, b, c}, 0): which input a row reads from is decided per
   // row, so the loop over its columns runs as one version per input (no
-  // branch per element). sigmoid(take(concatenate({x, y}, 0), idx)): the
+  // branch per element); along the columns, as one part per input. sigmoid(take(concatenate({x, y}, 0), idx)): the
   // index check of a gathered row is made once per row, and the row's input
   // once per row too. Every row count, including empty inputs, against the
   // reference; a bad index in any row is the same Error as an unfused take's.
@@ -365,6 +365,26 @@ TEST_CASE("jit: rows picked by a concatenation or a gather run as branch-free lo
       const Value expected = ops::concatenate().reference(
           std::vector<Value>{Value::tuple(std::vector<Value>(args.begin(), args.end()))}, rows_axis);
       const auto [one, two] = run_on_one_and_two_threads(*concat, args, {rows[0] + rows[1] + rows[2], width});
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 0, .atol = 0, .equal_nan = true}));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    }
+
+  // Along the last axis: the column decides the input, so the loop over
+  // columns runs in one part per input, split at its offsets.
+  const ir::Dim c1("c1"), c2("c2"), c3("c3"), rows_dim("rows");
+  const std::vector<te::Tensor> side{input({rows_dim, c1}, "d"), input({rows_dim, c2}, "e"),
+                                     input({rows_dim, c3}, "f")};
+  const ir::Attrs columns_axis{{"axis", std::int64_t{1}}};
+  const Ref<Kernel> beside =
+      codegen::compile_cpu_kernel("concatenate", side, ops::concatenate().compute(side, columns_axis));
+  for (const std::int64_t rows : {1, 3})
+    for (const std::array<std::int64_t, 3> widths : {std::array<std::int64_t, 3>{1, 1, 1}, {16, 0, 5}, {0, 33, 0}, {7, 20, 9}}) {
+      INFO("rows " << rows << " widths " << widths[0] << ", " << widths[1] << ", " << widths[2]);
+      std::vector<Tensor> args;
+      for (const std::int64_t w : widths) args.push_back(random_tensor(rng, {rows, w}, DType::f32));
+      const Value expected = ops::concatenate().reference(
+          std::vector<Value>{Value::tuple(std::vector<Value>(args.begin(), args.end()))}, columns_axis);
+      const auto [one, two] = run_on_one_and_two_threads(*beside, args, {rows, widths[0] + widths[1] + widths[2]});
       CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 0, .atol = 0, .equal_nan = true}));
       CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
     }

@@ -12,6 +12,7 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <tuple>
 #include <utility>
 
 #include "codegen/dot_product.hpp"
@@ -304,8 +305,10 @@ class FunctionEmitter {
   // can vectorize where its branches do not depend on the loop variable:
   //  - a lazy select whose condition does not read it (a concatenation
   //    along an outer axis: the row decides the input) becomes two
-  //    versions of the loop, one per arm, chosen before it (at most
-  //    kMaxLoopVersionDepth nested: 8 versions);
+  //    versions of the loop, one per arm, chosen before it; one on
+  //    `var < bound` (a concatenation along this axis) splits the loop's
+  //    range at the bound, each part with its arm (at most
+  //    kMaxLoopVersionDepth nested: 8 versions or parts);
   //  - index checks that do not read it (a gathered row: x[idx[i], j]! in
   //    a loop over j) are made once before it.
   // The caller has branched on the loop running at all: what runs before
@@ -314,12 +317,16 @@ class FunctionEmitter {
   void innermost_loop(const Stmt& s, llvm::Value* lo, llvm::Value* hi, int depth) {
     const te::VarNode* var = s.var.node();
     const te::SelectNode* fork = nullptr;
+    const te::SelectNode* cut = nullptr;  // select(var < bound, ...)
     std::vector<CheckedIndex> checks;
     for (const Expr* root : {&s.body->index, &s.body->value})
       for_each_always_evaluated(*root, decided_, [&](const Expr& e) {
-        if (const auto* sel = e.as<te::SelectNode>();
-            sel && !fork && is_lazy(*sel) && !decided_.contains(sel) && !depends_on(sel->cond, var))
-          fork = sel;
+        const auto* sel = e.as<te::SelectNode>();
+        if (sel && is_lazy(*sel) && !decided_.contains(sel)) {
+          const auto* lt = sel->cond.as<te::BinaryNode>();
+          if (!fork && !depends_on(sel->cond, var)) fork = sel;
+          if (!cut && lt && lt->op == te::BinaryOp::lt && lt->a.get() == var && !depends_on(lt->b, var)) cut = sel;
+        }
         if (const auto* l = e.as<te::LoadNode>(); l && l->checked)
           for (std::size_t d = 0; d < l->indices.size(); ++d)
             if (!depends_on(l->indices[d], var)) checks.push_back({l, d});
@@ -337,6 +344,22 @@ class FunctionEmitter {
       }
       decided_.erase(fork);
       b_.SetInsertPoint(join);
+      return;
+    }
+    if (cut && depth < kMaxLoopVersionDepth) {
+      llvm::Value* bound = expr(cut->cond.as<te::BinaryNode>()->b);
+      bound = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, lo, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound, hi));
+      for (const auto& [arm, begin, end] : {std::tuple{true, lo, bound}, std::tuple{false, bound, hi}}) {
+        llvm::BasicBlock* part = llvm::BasicBlock::Create(c_, arm ? "below" : "above", fn_);
+        llvm::BasicBlock* after = llvm::BasicBlock::Create(c_, "part.end", fn_);
+        b_.CreateCondBr(b_.CreateICmpSLT(begin, end), part, after);
+        b_.SetInsertPoint(part);
+        decided_[cut] = arm;
+        innermost_loop(s, begin, end, depth + 1);
+        b_.CreateBr(after);
+        b_.SetInsertPoint(after);
+      }
+      decided_.erase(cut);
       return;
     }
     for (const CheckedIndex& c : checks) check_index(*c.load, c.dim, expr(c.load->indices[c.dim]));
