@@ -648,6 +648,20 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
       check(*bmm, ops::batch_matmul(), {q, kt}, {{"transpose_b", true}});
     }
   }
+  // Every count of rows past the whole tiles (2 and 3 run as one tile of 3
+  // whose rows past the end read the last one and store nothing), with k in
+  // one chunk and in several (sums added to the output chunk by chunk).
+  for (const std::int64_t rows : {2, 3, 6, 7})
+    for (const std::int64_t depth : {17, 1030, 2049}) {
+      INFO("m " << rows << " k " << depth);
+      const std::vector<Tensor> in{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                   random_tensor(rng, {65, depth}, DType::f32, values),
+                                   random_tensor(rng, {65}, DType::f32, values)};
+      const Value expected = ops::dense().reference(std::vector<Value>(in.begin(), in.end()), {});
+      const auto [one, two] = run_on_one_and_two_threads(*dense, in, {rows, 65});
+      CHECK_THAT(one, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
+      CHECK_THAT(two, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+    }
 }
 
 TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and nothing else", "[jit]") {

@@ -1037,6 +1037,26 @@ class FunctionEmitter {
         dot_row_tile(i, static_cast<int>(m % tile_.rows), jc, jend, kc, whole_cols);
         return;
       }
+      // Rows known at run time only (a generic kernel's): the 2 or 3 past
+      // the whole tiles in one tile of 3, for the same reason.
+      if (m < 0 && tile_.rows == 4) {
+        llvm::Value* rest = b_.CreateSub(rows_end, i);
+        llvm::BasicBlock* three = llvm::BasicBlock::Create(c_, "rows.three", fn_);
+        llvm::BasicBlock* single = llvm::BasicBlock::Create(c_, "rows.single", fn_);
+        llvm::BasicBlock* one = llvm::BasicBlock::Create(c_, "rows.one", fn_);
+        llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "rows.done", fn_);
+        b_.CreateCondBr(b_.CreateICmpSGT(rest, b_.getInt64(1)), three, single);
+        b_.SetInsertPoint(three);
+        dot_row_tile(i, 3, jc, jend, kc, whole_cols, b_.CreateSub(rows_end, b_.getInt64(1)));
+        b_.CreateBr(done);
+        b_.SetInsertPoint(single);
+        b_.CreateCondBr(b_.CreateICmpEQ(rest, b_.getInt64(1)), one, done);
+        b_.SetInsertPoint(one);
+        dot_row_tile(i, 1, jc, jend, kc, whole_cols);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        return;
+      }
       loop(i, rows_end, [&](llvm::Value* i0) { dot_row_tile(i0, 1, jc, jend, kc, whole_cols); });
     };
     // A k known to fit one chunk (the weights' dims are static: W1's 300
@@ -1075,14 +1095,18 @@ class FunctionEmitter {
 
   // The tiles of rows i.. (mr of them) over columns [jc, jend); with
   // `whole_cols` that range is known to be whole tiles.
-  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc, bool whole_cols) {
+  void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc, bool whole_cols,
+                    llvm::Value* last_row = nullptr) {
     llvm::Value* j = stepped_loop(jc, jend, b_.getInt64(tile_.cols), true,
-                                  [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, kc); });
-    if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc); });
+                                  [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, kc, last_row); });
+    if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc, last_row); });
   }
 
-  // mr × nr sums at rows i.., columns j.., over the chunk of k.
-  void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc) {
+  // mr × nr sums at rows i.., columns j.., over the chunk of k. With
+  // `last_row`, rows past it read that row and store nothing (a tile of 3
+  // for the last 2 or 3 rows of a product whose rows are known at run time
+  // only).
+  void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc, llvm::Value* last_row = nullptr) {
     llvm::Value* k = kc.size;
     const DotProductStage& d = *dot_;
     const te::VarNode* kv = d.sum->axes[0].var.node();
@@ -1097,8 +1121,23 @@ class FunctionEmitter {
     at(col, j, 0);
     for (int r = 0; r < mr; ++r) {
       at(row, i, r);
+      if (last_row && r > 0) vars_[row] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, vars_[row], last_row);
       a_rows.push_back(element_ptr(a_buffer, flat_index(*d.a)));
     }
+    // Stores row r's sums only where it is a row (r = 0 always is).
+    const auto store_row = [&](int r, const auto& store) {
+      if (!last_row || r == 0) {
+        store();
+        return;
+      }
+      llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.row", fn_);
+      llvm::BasicBlock* next = llvm::BasicBlock::Create(c_, "tile.row.done", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(i, b_.getInt64(r)), last_row), yes, next);
+      b_.SetInsertPoint(yes);
+      store();
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    };
     for (int c = 0; c < nr; ++c) {
       at(col, j, c);
       b_rows.push_back(element_ptr(b_buffer, flat_index(*d.b)));
@@ -1152,27 +1191,30 @@ class FunctionEmitter {
     for (llvm::AllocaInst* a : acc) sums.push_back(b_.CreateLoad(vector_, a));
     sums = lane_sums(std::move(sums));
     if (nr > 1 && d.row_vectors) {
-      for (int r = 0; r < mr; ++r) {
-        at(row, i, r);
-        at(col, j, 0);
-        llvm::Value* row_sums = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), nr));
-        for (int c = 0; c < nr; ++c)
-          row_sums = b_.CreateInsertElement(row_sums, sums[static_cast<std::size_t>(r * nr + c)], c);
-        store_tile_row(row_sums, j, static_cast<unsigned>(nr), kc);
-      }
+      for (int r = 0; r < mr; ++r)
+        store_row(r, [&] {
+          at(row, i, r);
+          at(col, j, 0);
+          llvm::Value* row_sums = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), nr));
+          for (int c = 0; c < nr; ++c)
+            row_sums = b_.CreateInsertElement(row_sums, sums[static_cast<std::size_t>(r * nr + c)], c);
+          store_tile_row(row_sums, j, static_cast<unsigned>(nr), kc);
+        });
       vars_.erase(kv);
       if (row) vars_.erase(row);
       vars_.erase(col);
       return;
     }
     for (int r = 0; r < mr; ++r)
-      for (int c = 0; c < nr; ++c) {
-        at(row, i, r);
-        at(col, j, c);
-        llvm::Value* out = element_ptr(d.store->buffer, expr(d.store->index));
-        llvm::Value* total = stored_value(sums[static_cast<std::size_t>(r * nr + c)], out, kc);
-        annotate(b_.CreateAlignedStore(total, out, llvm::Align(4)), d.store->buffer);
-      }
+      store_row(r, [&] {
+        for (int c = 0; c < nr; ++c) {
+          at(row, i, r);
+          at(col, j, c);
+          llvm::Value* out = element_ptr(d.store->buffer, expr(d.store->index));
+          llvm::Value* total = stored_value(sums[static_cast<std::size_t>(r * nr + c)], out, kc);
+          annotate(b_.CreateAlignedStore(total, out, llvm::Align(4)), d.store->buffer);
+        }
+      });
     vars_.erase(kv);
     if (row) vars_.erase(row);
     vars_.erase(col);
