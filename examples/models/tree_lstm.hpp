@@ -12,8 +12,9 @@
 //    in a table [leaves; nodes of the depth below], and one product per
 //    depth runs all its nodes ([m, 300] x [750, 300]^T reads U once, not m
 //    times), deepest first;
-//  - by recursion (smaller trees: with few nodes a depth, the walk's lists
-//    and per-depth kernels cost more than the products they save).
+//  - by recursion (smaller trees, whose depths hold a node or two: there
+//    the walk, its lists and the per-depth kernels cost what the products
+//    save).
 // Either way the leaves' projections X·Wxᵀ + bx and cells are one batch.
 #pragma once
 
@@ -23,9 +24,10 @@ namespace nimble::models {
 
 inline constexpr std::int64_t kTreeInput = 300;
 inline constexpr std::int64_t kTreeMemory = 150;
-/// Trees with at least this many leaves run by levels (measured: by levels
-/// 0.24 / 0.39 / 0.58 ms against 0.27 / 0.45 / 0.73 by recursion at 19 / 32
-/// / 50 leaves, but 0.117 against 0.106 at 8; README, Performance).
+/// Trees with at least this many leaves run by levels (measured in one
+/// sitting, by levels against by recursion: 0.210 / 0.345 / 0.521 ms against
+/// 0.265 / 0.439 / 0.705 at 19 / 32 / 50 leaves, 0.106 against 0.104 at 8;
+/// README, Performance).
 inline constexpr std::int64_t kTreeLevelsFrom = 16;
 
 /// Defines `type Tree { Leaf(i64[]), Node(Tree, Tree) }`, the List ADT,

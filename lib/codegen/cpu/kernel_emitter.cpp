@@ -12,7 +12,6 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
-#include <tuple>
 #include <utility>
 
 #include "codegen/dot_product.hpp"
@@ -331,35 +330,30 @@ class FunctionEmitter {
           for (std::size_t d = 0; d < l->indices.size(); ++d)
             if (!depends_on(l->indices[d], var)) checks.push_back({l, d});
       });
+    // The loop over [begin, end) with `sel` decided as `arm`, where `when` holds.
+    const auto with_arm = [&](const te::SelectNode* sel, bool arm, llvm::Value* when, llvm::Value* begin,
+                              llvm::Value* end) {
+      llvm::BasicBlock* part = llvm::BasicBlock::Create(c_, arm ? "arm.a" : "arm.b", fn_);
+      llvm::BasicBlock* after = llvm::BasicBlock::Create(c_, "arm.end", fn_);
+      b_.CreateCondBr(when, part, after);
+      b_.SetInsertPoint(part);
+      decided_[sel] = arm;
+      innermost_loop(s, begin, end, depth + 1);
+      decided_.erase(sel);
+      b_.CreateBr(after);
+      b_.SetInsertPoint(after);
+    };
     if (fork && depth < kMaxLoopVersionDepth) {
-      llvm::BasicBlock* first = llvm::BasicBlock::Create(c_, "version.a", fn_);
-      llvm::BasicBlock* second = llvm::BasicBlock::Create(c_, "version.b", fn_);
-      llvm::BasicBlock* join = llvm::BasicBlock::Create(c_, "versions.end", fn_);
-      b_.CreateCondBr(expr(fork->cond), first, second);
-      for (const auto& [block, arm] : {std::pair{first, true}, std::pair{second, false}}) {
-        b_.SetInsertPoint(block);
-        decided_[fork] = arm;
-        innermost_loop(s, lo, hi, depth + 1);
-        b_.CreateBr(join);
-      }
-      decided_.erase(fork);
-      b_.SetInsertPoint(join);
+      llvm::Value* cond = expr(fork->cond);
+      with_arm(fork, true, cond, lo, hi);
+      with_arm(fork, false, b_.CreateNot(cond), lo, hi);
       return;
     }
     if (cut && depth < kMaxLoopVersionDepth) {
       llvm::Value* bound = expr(cut->cond.as<te::BinaryNode>()->b);
       bound = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, lo, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound, hi));
-      for (const auto& [arm, begin, end] : {std::tuple{true, lo, bound}, std::tuple{false, bound, hi}}) {
-        llvm::BasicBlock* part = llvm::BasicBlock::Create(c_, arm ? "below" : "above", fn_);
-        llvm::BasicBlock* after = llvm::BasicBlock::Create(c_, "part.end", fn_);
-        b_.CreateCondBr(b_.CreateICmpSLT(begin, end), part, after);
-        b_.SetInsertPoint(part);
-        decided_[cut] = arm;
-        innermost_loop(s, begin, end, depth + 1);
-        b_.CreateBr(after);
-        b_.SetInsertPoint(after);
-      }
-      decided_.erase(cut);
+      with_arm(cut, true, b_.CreateICmpSLT(lo, bound), lo, bound);
+      with_arm(cut, false, b_.CreateICmpSLT(bound, hi), bound, hi);
       return;
     }
     for (const CheckedIndex& c : checks) check_index(*c.load, c.dim, expr(c.load->indices[c.dim]));
