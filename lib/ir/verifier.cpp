@@ -172,7 +172,8 @@ class Verifier {
   }
 
   // A primitive function's body: lets of calls of ops with compute rules on
-  // variables and constants (or tuples of them), ending in one of its variables or such a call.
+  // variables and constants (or tuples of them), ending in one of its
+  // variables or such a call.
   static void check_primitive_body(const Expr& body) {
     auto check_call = [](const Expr& value) {
       const auto* call = value.as<CallNode>();

@@ -522,7 +522,7 @@ class FunctionEmitter {
     if (const auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) return c->getSExtValue();
     return std::nullopt;
   }
-  // Checked loads whose indices a loop's preheader has checked (check_before_loop).
+  // Checked indices tested once before an innermost loop (innermost_loop).
   std::unordered_set<CheckedIndex, CheckedIndexHash> checked_outside_;
   // Selects whose arm the loop version being emitted fixed (innermost_loop).
   DecidedSelects decided_;
