@@ -701,10 +701,10 @@ TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and 
   }
 }
 
-TEST_CASE("jit: a few-row product whose rows of b cross cache lines reads them by groups that start alike",
-          "[jit]") {
-  // dense of one vector (no row loop), or of 2, 3 or 7 rows (tiles of fewer
-  // rows than a whole one), over static rows of b that are not whole vectors
+TEST_CASE("jit: a product whose rows of b cross cache lines reads them by groups that start alike", "[jit]") {
+  // dense of one vector (no row loop), or of 2, 3 or 7 rows (a tile of
+  // fewer rows than a whole one, and a whole one), over static rows of b
+  // that are not whole vectors
   // (W2's 300 and 150): its columns go in groups of 4 (300 floats: 1200
   // bytes, a row starts 48 bytes further into a line than the one before,
   // so every 4th starts alike) or 8 (150), and each tile steps from its

@@ -1092,15 +1092,15 @@ class FunctionEmitter {
   // `whole_cols` that range is known to be whole tiles.
   void dot_row_tile(llvm::Value* i, int mr, llvm::Value* jc, llvm::Value* jend, const KChunk& kc, bool whole_cols,
                     llvm::Value* last_row = nullptr) {
-    // A matrix-vector or few-row product (reads_b_aligned) over rows of b
-    // that cross cache lines in turn (W2's U [750, 300]: a row is 1200 bytes, so row j starts 48·j
-    // mod 64 bytes into a line) takes its columns in groups whose rows of b
-    // start alike (j, j + s, j + 2s, ... with s·row bytes a multiple of the
-    // vector's): dot_tile then reads each of them in aligned vectors, not
-    // one load split over two lines a step. Its loads, not L2, were what
-    // the product waited for: a pass over U took 10.6 us, now 7.0-7.5 (one
-    // thread; W2 at 8 leaves 0.128 -> 0.100 ms in one sitting).
-    if (const int s = reads_b_aligned(i, mr) ? aligned_column_step() : 1; s > 1)
+    // A product over rows of b that cross cache lines in turn (W2's U [750,
+    // 300]: a row is 1200 bytes, so row j starts 48·j mod 64 bytes into a
+    // line) takes its columns in groups whose rows of b start alike (j, j +
+    // s, j + 2s, ... with s rows a whole number of vectors): dot_tile then
+    // reads each of them in aligned vectors (reads_b_aligned), not one load
+    // split over two lines a step. A matrix-vector product waited on those
+    // loads, not on L2: a pass over U took 10.6 us, now 7.0-7.5 (one thread;
+    // W2 at 8 leaves 0.128 -> 0.100 ms in one sitting).
+    if (const int s = aligned_column_step(); s > 1)
       jc = stepped_loop(jc, jend, b_.getInt64(s * tile_.cols), true, [&](llvm::Value* j0) {
         for (int g = 0; g < s; ++g)
           dot_tile(i, mr, b_.CreateAdd(j0, b_.getInt64(g), "", true, true), tile_.cols, kc, last_row, s);
@@ -1110,11 +1110,13 @@ class FunctionEmitter {
     if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc, last_row); });
   }
 
-  // Whether a tile of mr rows from i reads b's rows in aligned vectors: one
-  // of fewer rows than a whole tile, as a matrix-vector product (no row
-  // loop) and a few-row one (a Tree-LSTM level), whose loads of b are
-  // most of what it does. A whole tile does mr FMAs a load of b.
-  bool reads_b_aligned(llvm::Value* i, int mr) const { return i == nullptr || mr < tile_.rows; }
+  // Whether a tile of mr rows from i reads b's rows in aligned vectors:
+  // every tile where b's rows cross cache lines in turn (W2's leaves, [n,
+  // 300] x [450, 300]^T, 7% faster so), and one of fewer rows than a whole
+  // tile (a matrix-vector product, with no row loop, and a few-row one: a
+  // Tree-LSTM level) wherever its rows start, as its loads of b are most
+  // of what it does.
+  bool reads_b_aligned(llvm::Value* i, int mr) { return i == nullptr || mr < tile_.rows || aligned_column_step() > 1; }
 
   // How many columns apart b's rows start at the same offset in a vector:
   // the least s with s rows a whole number of vectors (4 for rows of 300
