@@ -760,6 +760,37 @@ TEST_CASE("jit: a product whose rows of b cross cache lines reads them by groups
   }
 }
 
+TEST_CASE("jit: a matrix-vector product walks its column blocks in turn forwards and backwards, to the same sums",
+          "[jit]") {
+  // Columns over several blocks of b (48 Ki floats of b a block: 96
+  // columns of 512, 48 of a chunk of 1024), the last one partial; every
+  // call on one thread equals the reference and, bit for bit, the call
+  // before it (which walked the other way).
+  Rng rng(29);
+  const Range values{.lo = -1, .hi = 1, .specials = false};
+  for (const auto& [cols, depth] : {std::pair<std::int64_t, std::int64_t>{300, 512}, {2048, 512}, {100, 2049},
+                                    {750, 300}, {5, 17}}) {
+    INFO("n " << cols << " k " << depth);
+    SymbolicInputs input;
+    const std::vector<te::Tensor> in{input({1, depth}, "h"), input({cols, depth}, "w"), input({cols}, "bias")};
+    const Ref<Kernel> kernel = codegen::compile_cpu_kernel("dense", in, ops::dense().compute(in, {}));
+    const std::vector<Tensor> args{random_tensor(rng, {1, depth}, DType::f32, values),
+                                   random_tensor(rng, {cols, depth}, DType::f32, values),
+                                   random_tensor(rng, {cols}, DType::f32, values)};
+    const Value expected = ops::dense().reference(std::vector<Value>(args.begin(), args.end()), {});
+    set_num_threads(1);
+    Tensor before;
+    for (int call = 0; call < 3; ++call) {
+      INFO("call " << call);
+      Tensor out = Tensor::full({1, cols}, std::nan(""), DType::f32);
+      kernel->run(args, std::vector<Tensor>{out});
+      CHECK_THAT(out, IsCloseTo(expected.tensor(), {.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)}));
+      if (call > 0) CHECK_THAT(out, IsCloseTo(before, {.rtol = 0, .atol = 0, .equal_nan = true}));
+      before = out;
+    }
+  }
+}
+
 TEST_CASE("jit: a product's epilogue is folded into its stage and applied to its complete sums", "[jit]") {
   // dense(x, w, bias) * scale: the sum, its bias and the scale in one stage
   // with no temporary; the scale is not additive, so an epilogue applied
