@@ -390,6 +390,7 @@ class FunctionEmitter {
     dot_ = &dot;
     tile_ = tile;
     vector_ = llvm::FixedVectorType::get(b_.getFloatTy(), tile.lanes);
+    column_step_ = aligned_column_step();
     around(dot.outer, begin, end, [&](llvm::Value* b, llvm::Value* e) { dot_tiles(b, e); });
     for (const Stmt* loop : dot.unit) vars_.erase(loop->var.node());
     dot_ = nullptr;
@@ -1135,7 +1136,7 @@ class FunctionEmitter {
     // split over two lines a step. A matrix-vector product waited on those
     // loads, not on L2: a pass over U took 10.6 us, now 7.0-7.5 (one thread;
     // W2 at 8 leaves 0.128 -> 0.100 ms in one sitting).
-    if (const int s = aligned_column_step(); s > 1)
+    if (const int s = column_step_; s > 1)
       jc = stepped_loop(jc, jend, b_.getInt64(s * tile_.cols), true, [&](llvm::Value* j0) {
         for (int g = 0; g < s; ++g)
           dot_tile(i, mr, b_.CreateAdd(j0, b_.getInt64(g), "", true, true), tile_.cols, kc, last_row, s);
@@ -1151,7 +1152,7 @@ class FunctionEmitter {
   // tile (a matrix-vector product, with no row loop, and a few-row one: a
   // Tree-LSTM level) wherever its rows start, as its loads of b are most
   // of what it does.
-  bool reads_b_aligned(llvm::Value* i, int mr) { return i == nullptr || mr < tile_.rows || aligned_column_step() > 1; }
+  bool reads_b_aligned(llvm::Value* i, int mr) const { return i == nullptr || mr < tile_.rows || column_step_ > 1; }
 
   // How many columns apart b's rows start at the same offset in a vector:
   // the least s with s rows a whole number of vectors (4 for rows of 300
@@ -1717,6 +1718,7 @@ class FunctionEmitter {
   std::vector<llvm::Value*> base_;
   std::unordered_map<const te::VarNode*, llvm::Value*> vars_;
   const DotProductStage* dot_ = nullptr;  // while emitting a dot-product stage
+  int column_step_ = 1;                   // its aligned_column_step()
   const OuterProductStage* op_ = nullptr;  // while emitting an outer-product stage
   bool split_columns_ = false;             // its threads' ranges are of columns (splits_columns)
   DotTile tile_;
