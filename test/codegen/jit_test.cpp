@@ -664,6 +664,68 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
     }
 }
 
+TEST_CASE("jit: a product of many rows runs as outer products over b packed transposed, to the reference's sums",
+          "[jit]") {
+  // dense(x, w, bias) * scale and batch_matmul(q, ktᵀ) with 64 rows and more
+  // (dot_packed): tiles of 8 rows (6 below AVX-512) and single rows past
+  // them; columns around a panel (3 vectors, 2 below AVX-512), a block of
+  // panels and a partial last panel (b's rows past it are zeros, the
+  // output's columns past it untouched); k around a vector, a masked last
+  // vector and the 256 steps a panel holds (the sums added to the output
+  // step by step, the scale — not additive — at the last, and the init
+  // alone with k = 0). At both vector widths, on one thread and two (the
+  // columns split), bit for bit alike; outputs start as NaN.
+  Rng rng(31);
+  const Range values{.lo = -1, .hi = 1, .specials = false};
+  const std::int64_t ms[] = {64, 65, 71, 72, 130};
+  const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300};
+  const std::int64_t ks[] = {0, 1, 15, 16, 17, 256, 257, 300, 600};
+  const ir::Dim m("m"), k("k"), n("n"), b("b");
+  for (const unsigned bits : {host_vector_bits(), 256u}) {
+    const codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(bits);
+    SymbolicInputs input;
+    const std::vector<te::Tensor> dense_in{input({m, k}, "x"), input({n, k}, "w"), input({n}, "bias")};
+    const te::Tensor d = ops::dense().compute(dense_in, {})[0];
+    std::vector<te::Tensor> in = dense_in;
+    in.push_back(input({m, n}, "scale"));
+    const std::vector<te::Tensor> out = ops::mul().compute(std::vector<te::Tensor>{d, in[3]}, {});
+    const Ref<Kernel> dense_mul = codegen::compile_cpu_kernel_with("dense_mul", in, out, options);
+    const std::vector<te::Tensor> bmm_in{input({b, m, k}, "q"), input({b, n, k}, "kt")};
+    const Ref<Kernel> bmm = codegen::compile_cpu_kernel_with(
+        "batch_matmul", bmm_in, ops::batch_matmul().compute(bmm_in, {{"transpose_b", true}}), options);
+    const auto check = [&](const Kernel& kernel, const std::vector<Tensor>& args, const Value& expected,
+                           std::int64_t depth) {
+      const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
+      Tensor one;
+      for (const int threads : {1, 2}) {
+        INFO(threads << " threads");
+        Tensor result = Tensor::full(expected.tensor().shape(), std::nan(""), DType::f32);
+        set_num_threads(threads);
+        kernel.run(args, std::vector<Tensor>{result});
+        CHECK_THAT(result, IsCloseTo(expected.tensor(), tolerance));
+        if (threads == 1) one = result;
+        else CHECK_THAT(result, IsCloseTo(one, {.rtol = 0, .atol = 0, .equal_nan = true}));
+      }
+    };
+    for (int trial = 0; trial < 16; ++trial) {
+      const std::int64_t rows = ms[trial % 5], cols = ns[pick(rng, 0, 7)], depth = ks[pick(rng, 0, 8)];
+      INFO("vector bits " << bits << " m " << rows << " n " << cols << " k " << depth);
+      const std::vector<Tensor> args{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                     random_tensor(rng, {cols, depth}, DType::f32, values),
+                                     random_tensor(rng, {cols}, DType::f32, values),
+                                     random_tensor(rng, {rows, cols}, DType::f32, values)};
+      const Value dense = ops::dense().reference(std::vector<Value>(args.begin(), args.begin() + 3), {});
+      check(*dense_mul, args, ops::mul().reference(std::vector<Value>{dense, args[3]}, {}), depth);
+      if (trial % 4 == 0) {
+        const std::vector<Tensor> qk{random_tensor(rng, {2, rows, depth}, DType::f32, values),
+                                     random_tensor(rng, {2, cols, depth}, DType::f32, values)};
+        check(*bmm, qk, ops::batch_matmul().reference(std::vector<Value>(qk.begin(), qk.end()), {{"transpose_b", true}}),
+              depth);
+      }
+    }
+  }
+}
+
 TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and nothing else", "[jit]") {
   // dense over static shapes: rows below, at and past the tile's 4 (a
   // specialized kernel's, BERT's 16), each of them, leaving 1, 2 or 3 rows

@@ -131,11 +131,9 @@ DotTile dot_tile(unsigned vector_bits) {
 constexpr int kOuterRows = 6;
 // Vectors of columns of a single row's outer-product tile.
 constexpr int kSingleRowVectors = 4;
-// Rows of a packed_panels' row block: whole tiles (only the last block
-// has single rows). 516: SGEMM's 1024 rows take one block a thread on two
-// threads (b packed once each, not twice) and 2048's two; 2048 on two
-// threads 84.6-90.4 -> 83.4-84.3 ms against 480 (old and new alternated).
-constexpr std::int64_t kOuterRowBlock = 86 * kOuterRows;
+// Rows up to which an outer-product stage with many columns splits them
+// across threads (splits_columns): up to SGEMM 1024's 512 rows a thread.
+constexpr std::int64_t kSplitColumnsMaxRows = 516;
 
 // The value `extent` has in every call of the kernel: a constant, or a Var
 // the kernel's bucket makes exact (a specialized kernel's).
@@ -177,25 +175,25 @@ std::int64_t greatest_value(const KernelIR& kernel, const te::Expr& extent) {
 
 // Whether an outer-product stage's threads split its columns: no loop
 // outside its rows, and either fewer rows than a tile's (split by rows, it
-// would run on one thread), or at most one row block of rows and at least
-// kSplitColumnsFrom columns in every call. Split by rows, every thread
-// packs all of b into its panels for its few rows (the GEMM [128, 768] x
-// [768, 768] on two threads: each packed 2.3 MB for 64 rows; 0.80 -> 0.75
-// ms); by columns, each packs its share of b and reads all of a, which is
-// the smaller. With more rows (SGEMM's 1024) each thread packs b once per
-// row block either way, and splitting columns measured no better.
+// would run on one thread), or at most kSplitColumnsMaxRows rows and at
+// least kSplitColumnsFrom columns in every call. Split by rows, every
+// thread packs all of b into its panels for its few rows (the GEMM [128,
+// 768] x [768, 768] on two threads: each packed 2.3 MB for 64 rows; 0.80
+// -> 0.75 ms); by columns, each packs its share of b and reads all of a,
+// which is the smaller.
 bool splits_columns(const KernelIR& kernel, const OuterProductStage& op) {
   if (!op.outer.empty() || op.rows == nullptr) return false;
-  return has_few_rows(kernel, op) || (greatest_value(kernel, op.rows->extent) <= kOuterRowBlock &&
+  return has_few_rows(kernel, op) || (greatest_value(kernel, op.rows->extent) <= kSplitColumnsMaxRows &&
                                       least_value(kernel, op.cols->extent) >= kSplitColumnsFrom);
 }
 
 // A panel of an outer-product stage's b: steps [k_begin, k_begin + k_size)
-// of k, each two contiguous vectors of columns.
+// of k, each `step` contiguous columns.
 struct Panel {
   llvm::Value* data;
   llvm::Value* k_begin;
   llvm::Value* k_size;
+  std::int64_t step;  ///< floats a step of k spans (the panel's columns)
 };
 
 class FunctionEmitter {
@@ -992,6 +990,223 @@ class FunctionEmitter {
   // every step would read both from L2; over a chunk it does.
   void dot_columns(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const DotProductStage& d = *dot_;
+    // Many rows whose tile rows go out as vectors run as outer products over
+    // panels of b packed transposed (dot_packed); the rest as dot products.
+    // Whether a stage's rows are many is known before it splits (its rows
+    // are whole in every thread's range), so an element's sums are the same
+    // on any number of threads.
+    if (d.rows && d.row_vectors) {
+      const auto rows = [&] { return b_.CreateSub(rows_end, rows_begin); };
+      const std::int64_t m = constant(rows_end).value_or(-1);
+      const auto most = max_of_.find(rows_end);
+      const bool may_pack = m < 0 ? most == max_of_.end() || most->second >= kPackedDotMinRows : m >= kPackedDotMinRows;
+      if (m >= kPackedDotMinRows) {
+        dot_packed(rows_begin, rows_end, cols_begin, cols_end);
+        return;
+      }
+      if (may_pack) {
+        llvm::BasicBlock* packed = llvm::BasicBlock::Create(c_, "dot.packed", fn_);
+        llvm::BasicBlock* tiles = llvm::BasicBlock::Create(c_, "dot.tiles", fn_);
+        llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "dot.done", fn_);
+        b_.CreateCondBr(b_.CreateICmpSGE(rows(), b_.getInt64(kPackedDotMinRows)), packed, tiles);
+        b_.SetInsertPoint(packed);
+        dot_packed(rows_begin, rows_end, cols_begin, cols_end);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(tiles);
+        dot_tile_columns(rows_begin, rows_end, cols_begin, cols_end);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        return;
+      }
+    }
+    dot_tile_columns(rows_begin, rows_end, cols_begin, cols_end);
+  }
+
+  // A dot-product stage's rows [rows_begin, rows_end) (many: dot_columns)
+  // over columns [cols_begin, cols_end) as a GEMM with b transposed, in
+  // OpenBLAS's order as packed_panels runs an outer-product stage: for each
+  // kPanelK steps of k and each block of panels of columns, b's rows for
+  // the block are packed transposed (vectors of k turned into vectors of
+  // columns in registers), then each tile of rows sums outer products over
+  // every panel, its rows of a read in place, and adds its sums to the
+  // output by rows of vectors (the init at the first steps, the epilogue
+  // at the last, as dot tiles do over chunks of k). Dot tiles fold their
+  // sums across lanes at every tile and read a row of b per FMA or two: on
+  // this Xeon, [200, 3072] x [768, 3072]^T ran at 118 GFLOP/s as dot
+  // tiles and 147 this way, [128, 3072] x [768, 3072]^T 122 -> 142, W2's
+  // [100, 300] x [750, 300]^T 95 -> 138 (old and new alternated).
+  void dot_packed(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    const int mr = packed_rows(), nv = packed_vectors();
+    const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
+    llvm::AllocaInst* block = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
+    block->setAlignment(llvm::Align(64));
+    llvm::Value* k = expr(dot_->sum->axes[0].extent);
+    // At least one step of k: with k = 0 the output is the init.
+    llvm::Value* steps = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, b_.CreateSDiv(plus(k, kPanelK - 1), b_.getInt64(kPanelK)), b_.getInt64(1));
+    loop(b_.getInt64(0), steps, [&](llvm::Value* c) {
+      llvm::Value* pc = b_.CreateMul(c, b_.getInt64(kPanelK));
+      llvm::Value* k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kPanelK), b_.CreateSub(k, pc));
+      const KChunk kc{.begin = pc,
+                      .size = k_size,
+                      .first = b_.CreateICmpEQ(c, b_.getInt64(0)),
+                      .last = b_.CreateICmpEQ(c, b_.CreateSub(steps, b_.getInt64(1))),
+                      .whole_vectors = false,
+                      .next_block = nullptr};
+      stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
+        llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
+        each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+          pack_transposed(panel_in(block, jc, j0, pc, k_size), j0, left);
+        });
+        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
+          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+            dot_packed_tile(i0, mr, j0, left, panel_in(block, jc, j0, pc, k_size), kc);
+          });
+        });
+        loop(i, rows_end, [&](llvm::Value* i0) {
+          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+            dot_packed_tile(i0, 1, j0, left, panel_in(block, jc, j0, pc, k_size), kc);
+          });
+        });
+      });
+    });
+  }
+
+  // b's rows j0.. (the panel's columns; with `left`, those below it) over
+  // the panel's steps of k into the panel, transposed: each vector of k of
+  // `lanes` rows, loaded as it lies, turned into a vector of columns for
+  // each step in registers. A last partial vector of k is masked, its
+  // steps past the panel's stored into the room the panel has for
+  // kPanelK (never read); columns past `left` are zeros.
+  void pack_transposed(const Panel& panel, llvm::Value* j0, llvm::Value* left) {
+    const DotProductStage& d = *dot_;
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    const te::VarNode* kv = d.sum->axes[0].var.node();
+    const te::VarNode* col = d.cols->var.node();
+    const int b_buffer = buffer_of(d.b->tensor);
+    for (std::int64_t v = 0; v < packed_vectors(); ++v) {
+      std::vector<llvm::Value*> rows, in_range;
+      vars_[kv] = panel.k_begin;
+      for (std::int64_t c = 0; c < lanes; ++c) {
+        llvm::Value* offset = b_.getInt64(v * lanes + c);
+        // A column past `left` reads nothing (its mask is off) at row j0.
+        llvm::Value* ok = left ? b_.CreateICmpSLT(offset, left) : nullptr;
+        vars_[col] = ok ? b_.CreateSelect(ok, b_.CreateAdd(j0, offset), j0) : b_.CreateAdd(j0, offset);
+        rows.push_back(element_ptr(b_buffer, flat_index(*d.b)));
+        in_range.push_back(ok ? b_.CreateVectorSplat(tile_.lanes, ok) : nullptr);
+      }
+      const auto step = [&](llvm::Value* kk0, llvm::Value* k_mask) {
+        std::vector<llvm::Value*> x;
+        for (std::size_t c = 0; c < rows.size(); ++c) {
+          llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), rows[c], kk0);
+          llvm::Value* mask = k_mask;
+          if (in_range[c]) mask = mask ? b_.CreateAnd(mask, in_range[c]) : in_range[c];
+          llvm::Instruction* l = nullptr;
+          if (mask)
+            l = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+          else
+            l = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
+          annotate(l, b_buffer);
+          x.push_back(l);
+        }
+        x = transpose(std::move(x));
+        for (std::int64_t t = 0; t < lanes; ++t)
+          b_.CreateAlignedStore(x[static_cast<std::size_t>(t)], panel_at(panel, plus(kk0, t), v),
+                                llvm::Align(4 * tile_.lanes));
+      };
+      llvm::Value* kk = stepped_loop(b_.getInt64(0), panel.k_size, b_.getInt64(lanes), true,
+                                     [&](llvm::Value* kk0) { step(kk0, nullptr); });
+      stepped_loop(kk, panel.k_size, b_.getInt64(lanes), false,
+                   [&](llvm::Value* kk0) { step(kk0, lanes_below(b_.CreateSub(panel.k_size, kk0))); });
+    }
+    vars_.erase(kv);
+    vars_.erase(col);
+  }
+
+  // The transpose of `rows` (as many vectors as lanes): vector t of the
+  // result holds lane t of every row. Each round swaps one bit of the row
+  // index with the same bit of the lane index, pairing rows p and p + b
+  // with two shuffles of two sources; log2(lanes) rounds.
+  std::vector<llvm::Value*> transpose(std::vector<llvm::Value*> rows) {
+    const auto n = static_cast<int>(rows.size());
+    for (int b = 1; b < n; b *= 2) {
+      std::vector<int> low, high;
+      for (int l = 0; l < n; ++l) {
+        low.push_back((l & b) == 0 ? l : n + (l ^ b));
+        high.push_back((l & b) == 0 ? (l ^ b) : n + l);
+      }
+      for (int p = 0; p < n; ++p) {
+        if ((p & b) != 0) continue;
+        llvm::Value* x = rows[static_cast<std::size_t>(p)];
+        llvm::Value* y = rows[static_cast<std::size_t>(p + b)];
+        rows[static_cast<std::size_t>(p)] = b_.CreateShuffleVector(x, y, low);
+        rows[static_cast<std::size_t>(p + b)] = b_.CreateShuffleVector(x, y, high);
+      }
+    }
+    return rows;
+  }
+
+  // mr rows from i0 × the panel's columns from j0 (with `left`, only those
+  // below it): outer products over the panel's steps of k, a's rows read in
+  // place, each row of sums through store_tile_row.
+  void dot_packed_tile(llvm::Value* i0, int mr, llvm::Value* j0, llvm::Value* left, const Panel& panel,
+                       const KChunk& kc) {
+    const DotProductStage& d = *dot_;
+    const te::VarNode* row = d.rows->var.node();
+    const te::VarNode* col = d.cols->var.node();
+    const te::VarNode* kv = d.sum->axes[0].var.node();
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    const int nv = packed_vectors();
+    std::vector<llvm::AllocaInst*> acc;
+    for (int n = 0; n < mr * nv; ++n) {
+      acc.push_back(local(vector_));
+      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
+    }
+    const RowWalk a_rows = row_walk(*d.a, row, kv, i0, panel.k_begin, mr);
+    loop(b_.getInt64(0), panel.k_size, [&](llvm::Value* kk) {
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v)
+        bv.push_back(b_.CreateAlignedLoad(vector_, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes)));
+      const std::vector<llvm::Value*> av = a_rows.step(*this, b_.CreateAdd(panel.k_begin, kk, "", true, true));
+      for (int r = 0; r < mr; ++r) {
+        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, av[static_cast<std::size_t>(r)]);
+        for (int v = 0; v < nv; ++v) {
+          llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
+          b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
+                                            {a, bv[static_cast<std::size_t>(v)], b_.CreateLoad(vector_, sum)}),
+                         sum);
+        }
+      }
+    });
+    vars_.erase(kv);
+    const std::vector<llvm::Value*> masks = vector_masks(left, nv);
+    for (int r = 0; r < mr; ++r)
+      for (int v = 0; v < nv; ++v) {
+        // A vector wholly past `left` stores nothing (its columns may lie
+        // past b's rows and the output's).
+        llvm::BasicBlock* next = nullptr;
+        if (left && v > 0) {
+          llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.vector", fn_);
+          next = llvm::BasicBlock::Create(c_, "tile.vector.done", fn_);
+          b_.CreateCondBr(b_.CreateICmpSGT(left, b_.getInt64(v * lanes)), yes, next);
+          b_.SetInsertPoint(yes);
+        }
+        vars_[row] = plus(i0, r);
+        vars_[col] = plus(j0, v * lanes);
+        store_tile_row(b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nv + v)]), vars_[col], tile_.lanes, kc,
+                       masks[static_cast<std::size_t>(v)]);
+        if (next) {
+          b_.CreateBr(next);
+          b_.SetInsertPoint(next);
+        }
+      }
+    vars_.erase(row);
+    vars_.erase(col);
+  }
+
+  void dot_tile_columns(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
+    const DotProductStage& d = *dot_;
     llvm::Value* k = expr(d.sum->axes[0].extent);
     const std::int64_t nr = tile_.cols;
     llvm::Value* chunk = b_.getInt64(kDotChunk);
@@ -1364,18 +1579,22 @@ class FunctionEmitter {
   // chunks before left), through the epilogue and into the output as one
   // vector each (DotProductStage::row_vectors), as a vector loop computes
   // its lanes, instead of n scalar epilogues and stores.
-  void store_tile_row(llvm::Value* row_sums, llvm::Value* j, unsigned n, const KChunk& kc) {
+  void store_tile_row(llvm::Value* row_sums, llvm::Value* j, unsigned n, const KChunk& kc, llvm::Value* mask = nullptr) {
     const DotProductStage& d = *dot_;
     llvm::Value* at = element_ptr(d.store->buffer, expr(d.store->index));
     vector_lanes_ = n;
     vector_var_ = d.cols->var.node();
     vector_iv_ = j;
-    vector_mask_ = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    vector_mask_ = mask ? mask : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    tile_mask_ = mask;
     llvm::Value* total = stored_value(row_sums, at, kc);
-    annotate(b_.CreateAlignedStore(total, at, llvm::Align(4)), d.store->buffer);
+    if (mask)
+      annotate(b_.CreateMaskedStore(total, at, llvm::Align(4), mask), d.store->buffer);
+    else
+      annotate(b_.CreateAlignedStore(total, at, llvm::Align(4)), d.store->buffer);
     vector_lanes_ = 0;
     vector_var_ = nullptr;
-    vector_iv_ = vector_mask_ = nullptr;
+    vector_iv_ = vector_mask_ = tile_mask_ = nullptr;
   }
 
   // What a tile stores at `at` for `sums` (one, or in vector mode a row's):
@@ -1386,7 +1605,12 @@ class FunctionEmitter {
     const DotProductStage& d = *dot_;
     llvm::Value* start = expr(d.sum->init);
     if (kc.first != b_.getTrue()) {
-      llvm::LoadInst* so_far = b_.CreateAlignedLoad(sums->getType(), at, llvm::Align(4));
+      llvm::Instruction* so_far = nullptr;
+      if (tile_mask_)
+        so_far = b_.CreateMaskedLoad(sums->getType(), at, llvm::Align(4), tile_mask_,
+                                     llvm::Constant::getNullValue(sums->getType()));
+      else
+        so_far = b_.CreateAlignedLoad(sums->getType(), at, llvm::Align(4));
       annotate(so_far, d.store->buffer);
       start = b_.CreateSelect(kc.first, start, so_far);
     }
@@ -1499,85 +1723,175 @@ class FunctionEmitter {
       if (begin) rows_begin = begin;
       if (end) rows_end = end;
     }
-    // With enough rows, the whole panels of columns go through packed_panels;
-    // the columns left (and all, with few rows) are read from b in place.
-    llvm::Value* nr = b_.getInt64(2 * static_cast<std::int64_t>(tile_.lanes));
+    // With enough rows, all the columns go through packed_panels; with few,
+    // b is read in place.
     llvm::Value* packed = b_.CreateICmpSGE(b_.CreateSub(rows_end, rows_begin), b_.getInt64(kPackedMinRows));
-    llvm::Value* whole =
-        b_.CreateAdd(cols_begin, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(cols_end, cols_begin), nr), nr));
-    llvm::Value* from = b_.CreateSelect(packed, whole, cols_begin);
     llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "packed", fn_);
-    llvm::BasicBlock* rest = llvm::BasicBlock::Create(c_, "packed.rest", fn_);
-    b_.CreateCondBr(packed, yes, rest);
+    llvm::BasicBlock* in_place = llvm::BasicBlock::Create(c_, "in_place", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "packed.done", fn_);
+    b_.CreateCondBr(packed, yes, in_place);
     b_.SetInsertPoint(yes);
-    packed_panels(rows_begin, rows_end, cols_begin, whole);
-    b_.CreateBr(rest);
-    b_.SetInsertPoint(rest);
+    packed_panels(rows_begin, rows_end, cols_begin, cols_end);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(in_place);
     llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true,
-                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, from, cols_end); });
-    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, from, cols_end); });
+                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, cols_begin, cols_end); });
+    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, cols_begin, cols_end); });
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
-  // Columns [cols_begin, whole) (whole panels) of rows [rows_begin,
-  // rows_end): for each block of k and each panel of two vectors of
-  // columns, b's rows are copied into one contiguous panel (kPanelFloats:
-  // L1-resident, where rows of b a power of two apart would all fall in the
-  // same few cache sets), then every tile of rows passes over it.
-  void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* whole) {
+  // Rows and vectors of columns of a packed tile: 8 × 3 with AVX-512 (24
+  // sums, three vectors of b and one of a in 32 registers), kOuterRows × 2
+  // below it (16 registers).
+  int packed_rows() const { return tile_.lanes >= 16 ? 8 : kOuterRows; }
+  int packed_vectors() const { return tile_.lanes >= 16 ? 3 : 2; }
+
+  // Columns [cols_begin, cols_end) of rows [rows_begin, rows_end) in panels
+  // of packed_vectors (the last maybe partial), as OpenBLAS orders a GEMM: for each block of k
+  // (kPanelK steps) and each block of kBlockFloats of b (a few panels of
+  // columns), b's rows are copied into the block panel by panel, each
+  // panel contiguous (rows of b a power of two apart would all fall in the
+  // same few cache sets); then each tile of rows passes over every panel
+  // of the block, its rows of a read in place and kept in L1 from one
+  // panel to the next, the block streaming from L2. On SGEMM 1024 / 2048
+  // (a C++ replica of the loop nest on this Xeon) 130 / 137 GFLOP/s with
+  // panels in L1 and 6 × 2 tiles over row blocks of a in L2 (the order
+  // before), 162-168 / 162-167 this way, OpenBLAS's 159-166 / 160.
+  void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const OuterProductStage& op = *op_;
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    const std::int64_t nr = 2 * lanes, panel_k = kPanelFloats / nr;
+    const int mr = packed_rows(), nv = packed_vectors();
+    const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
     const te::VarNode* kv = op.k->var.node();
     const te::VarNode* col = op.cols->var.node();
     const int b_buffer = buffer_of(op.b->tensor);
-    llvm::AllocaInst* panel = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kPanelFloats)));
-    panel->setAlignment(llvm::Align(64));
+    llvm::AllocaInst* block = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
+    block->setAlignment(llvm::Align(64));
     llvm::Value* k = expr(op.k->extent);
-    // The rows in the fewest blocks of at most kOuterRowBlock, of equal size
-    // in whole tiles: a thread's 1024 rows of SGEMM's 2048 as 516 + 508,
-    // 1100 rows as 372 + 372 + 356, not 516 + 516 + 68 (whose panels would
-    // be packed for 12 tiles).
-    llvm::Value* rows = b_.CreateSub(rows_end, rows_begin);
-    llvm::Value* blocks = b_.CreateUDiv(plus(rows, kOuterRowBlock - 1), b_.getInt64(kOuterRowBlock));
-    llvm::Value* per_block = b_.CreateUDiv(b_.CreateSub(rows, b_.getInt64(1)), blocks);  // rows a block, less one
-    llvm::Value* row_block =
-        b_.CreateMul(b_.CreateUDiv(plus(per_block, kOuterRows), b_.getInt64(kOuterRows)), b_.getInt64(kOuterRows));
-    stepped_loop(b_.getInt64(0), k, b_.getInt64(panel_k), false, [&](llvm::Value* pc) {
-      const Panel block{.data = panel,
-                        .k_begin = pc,
-                        .k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(panel_k), b_.CreateSub(k, pc))};
-      // Rows in blocks, so that a block's rows of a over the panel's k
-      // (kOuterRowBlock × panel_k floats, 516 KiB) stay in L2 while every
-      // panel of columns passes over them: over all the rows (SGEMM's 2048:
-      // 1 MiB) each panel would read them from L3.
-      stepped_loop(rows_begin, rows_end, row_block, false, [&](llvm::Value* ib) {
-      llvm::Value* ib_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(ib, row_block), rows_end);
-      stepped_loop(cols_begin, whole, b_.getInt64(nr), false, [&](llvm::Value* j0) {
-        loop(b_.getInt64(0), block.k_size, [&](llvm::Value* kk) {
-          vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
-          for (std::int64_t v = 0; v < 2; ++v) {
-            vars_[col] = plus(j0, v * lanes);
-            llvm::LoadInst* x = b_.CreateAlignedLoad(vector_, element_ptr(b_buffer, flat_index(*op.b)), llvm::Align(4));
-            annotate(x, b_buffer);
-            b_.CreateAlignedStore(x, panel_at(block, kk, v), llvm::Align(4 * tile_.lanes));
-          }
+    stepped_loop(b_.getInt64(0), k, b_.getInt64(kPanelK), false, [&](llvm::Value* pc) {
+      llvm::Value* k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kPanelK), b_.CreateSub(k, pc));
+      const auto panel_of = [&](llvm::Value* jc, llvm::Value* j0) { return panel_in(block, jc, j0, pc, k_size); };
+      stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
+        llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
+        each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+          const Panel panel = panel_of(jc, j0);
+          const std::vector<llvm::Value*> masks = vector_masks(left, nv);
+          loop(b_.getInt64(0), k_size, [&](llvm::Value* kk) {
+            vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
+            for (std::int64_t v = 0; v < nv; ++v) {
+              vars_[col] = plus(j0, v * lanes);
+              llvm::Value* at = element_ptr(b_buffer, flat_index(*op.b));
+              llvm::Value* mask = masks[static_cast<std::size_t>(v)];
+              llvm::Instruction* x = nullptr;
+              if (mask)
+                x = b_.CreateMaskedLoad(vector_, at, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+              else
+                x = b_.CreateAlignedLoad(vector_, at, llvm::Align(4));
+              annotate(x, b_buffer);
+              b_.CreateAlignedStore(x, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes));
+            }
+          });
+          vars_.erase(kv);
+          vars_.erase(col);
         });
-        vars_.erase(kv);
-        vars_.erase(col);
-        llvm::Value* i = stepped_loop(ib, ib_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
-          outer_product_tile(i0, kOuterRows, j0, 2, nullptr, &block);
+        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
+          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+            const Panel panel = panel_of(jc, j0);
+            outer_product_tile(i0, mr, j0, nv, left, &panel);
+          });
         });
-        loop(i, ib_end, [&](llvm::Value* i0) { outer_product_tile(i0, 1, j0, 2, nullptr, &block); });
-      });
+        loop(i, rows_end, [&](llvm::Value* i0) {
+          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
+            const Panel panel = panel_of(jc, j0);
+            outer_product_tile(i0, 1, j0, nv, left, &panel);
+          });
+        });
       });
     });
+  }
+
+  // A tile's rows of its row operand `a` (f32, along `row` and `k`), read
+  // one element a row at each step of k: the first row's addressed from its
+  // index, each next from the one before by a stride worked out once (a
+  // row's index less the row before's), as loop strength reduction would
+  // address them (the JIT runs without it). With every row's address
+  // independent, instruction selection hoisted all eight broadcasts of a
+  // step above its FMAs and an 8 × 3 tile's sums spilled (SGEMM 1008 at 126
+  // GFLOP/s; 151 this way).
+  struct RowWalk {
+    const te::LoadNode* a = nullptr;
+    const te::VarNode* row = nullptr;
+    const te::VarNode* k = nullptr;
+    llvm::Value* i0 = nullptr;
+    llvm::Value* stride = nullptr;
+    int rows = 0;
+
+    // The rows' elements at step k (its index in a), in order.
+    std::vector<llvm::Value*> step(FunctionEmitter& e, llvm::Value* at_k) const {
+      const int buffer = e.buffer_of(a->tensor);
+      e.vars_[row] = i0;
+      e.vars_[k] = at_k;
+      llvm::Value* p = e.element_ptr(buffer, e.flat_index(*a));
+      std::vector<llvm::Value*> elements;
+      for (int r = 0; r < rows; ++r) {
+        if (r > 0) p = e.b_.CreateGEP(e.b_.getFloatTy(), p, stride);
+        llvm::LoadInst* x = e.b_.CreateLoad(e.b_.getFloatTy(), p);
+        e.annotate(x, buffer);
+        elements.push_back(x);
+      }
+      return elements;
+    }
+  };
+
+  RowWalk row_walk(const te::LoadNode& a, const te::VarNode* row, const te::VarNode* k, llvm::Value* i0,
+                   llvm::Value* k_begin, int rows) {
+    vars_[k] = k_begin;
+    vars_[row] = i0;
+    llvm::Value* first = flat_index(a);
+    vars_[row] = plus(i0, 1);
+    llvm::Value* stride = b_.CreateSub(flat_index(a), first);
+    return {.a = &a, .row = row, .k = k, .i0 = i0, .stride = stride, .rows = rows};
+  }
+
+  // The panel of columns from j0 in a block of packed panels (`block`,
+  // kBlockFloats) whose columns start at jc, for k in [pc, pc + k_size):
+  // kPanelK steps of packed_vectors apart.
+  Panel panel_in(llvm::Value* block, llvm::Value* jc, llvm::Value* j0, llvm::Value* pc, llvm::Value* k_size) {
+    const std::int64_t nr = packed_vectors() * static_cast<std::int64_t>(tile_.lanes);
+    return Panel{.data = b_.CreateInBoundsGEP(b_.getFloatTy(), block, b_.CreateMul(b_.CreateSub(j0, jc), b_.getInt64(kPanelK))),
+                 .k_begin = pc,
+                 .k_size = k_size,
+                 .step = nr};
+  }
+
+  // Every panel of nr columns of [jc, jc_end): each(j0, left), left null for
+  // a whole panel, else the columns of the last, partial one (padded with
+  // zeros when packed, masked when stored).
+  template <class Each>
+  void each_panel(llvm::Value* jc, llvm::Value* jc_end, std::int64_t nr, Each&& each) {
+    llvm::Value* j = stepped_loop(jc, jc_end, b_.getInt64(nr), true, [&](llvm::Value* j0) { each(j0, nullptr); });
+    stepped_loop(j, jc_end, b_.getInt64(nr), false, [&](llvm::Value* j0) { each(j0, b_.CreateSub(jc_end, j0)); });
+  }
+
+  // With `left` (columns in range, fewer than nv vectors' lanes), the mask
+  // of each of nv vectors' lanes below left - v * lanes; without, none.
+  std::vector<llvm::Value*> vector_masks(llvm::Value* left, int nv) {
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    std::vector<llvm::Value*> masks(static_cast<std::size_t>(nv), nullptr);
+    if (left)
+      for (int v = 0; v < nv; ++v)
+        masks[static_cast<std::size_t>(v)] = lanes_below(b_.CreateBinaryIntrinsic(
+            llvm::Intrinsic::smax, b_.getInt64(0),
+            b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(left, b_.getInt64(v * lanes)), b_.getInt64(lanes))));
+    return masks;
   }
 
   // Vector v of step kk of a panel.
   llvm::Value* panel_at(const Panel& panel, llvm::Value* kk, std::int64_t v) {
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     return b_.CreateInBoundsGEP(b_.getFloatTy(), panel.data,
-                                b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(2 * lanes)), b_.getInt64(v * lanes)));
+                                b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(panel.step)), b_.getInt64(v * lanes)));
   }
 
   // Tiles of rows from i0 over columns [from, n), reading b in place.
@@ -1597,11 +1911,11 @@ class FunctionEmitter {
     // variant less to compile; these columns are few).
     stepped_loop(j, n, b_.getInt64(lanes), false, [&](llvm::Value* j0) {
       llvm::Value* left = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(n, j0), b_.getInt64(lanes));
-      outer_product_tile(i0, mr, j0, 1, lanes_below(left));
+      outer_product_tile(i0, mr, j0, 1, left);
     });
   }
 
-  // The mask of the lanes below `count` (0 < count <= lanes) of a vector of
+  // The mask of the lanes below `count` (0 <= count <= lanes) of a vector of
   // `lanes` (default: the tile's).
   llvm::Value* lanes_below(llvm::Value* count, unsigned lanes = 0) {
     if (lanes == 0) lanes = tile_.lanes;
@@ -1611,18 +1925,36 @@ class FunctionEmitter {
                             b_.CreateVectorSplat(lanes, b_.CreateTrunc(count, b_.getInt32Ty())));
   }
 
-  // mr rows from i0 × nv vectors of columns from j0 (with `mask`, one
-  // vector, only its lanes in the mask), over all of k from b in place, or
-  // over a panel's block of k from the panel.
-  void outer_product_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* mask,
+  // mr rows from i0 × nv vectors of columns from j0 (with `left`, only the
+  // first `left` of them, fewer than nv vectors), over all of k from b in place, or
+  // over a panel's block of k from the panel. In place, k goes in blocks of
+  // kPanelK as in a panel, each block's sums added to the output: every
+  // element then rounds alike whether its columns were packed or not, so
+  // that where a thread's share of columns ends does not change its bits.
+  void outer_product_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left,
                           const Panel* panel = nullptr) {
+    if (panel) {
+      outer_product_sums(i0, mr, j0, nv, left, panel->k_begin, panel->k_size, panel);
+      return;
+    }
+    llvm::Value* k = expr(op_->k->extent);
+    stepped_loop(b_.getInt64(0), k, b_.getInt64(kPanelK), false, [&](llvm::Value* kb) {
+      outer_product_sums(i0, mr, j0, nv, left, kb,
+                         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kPanelK), b_.CreateSub(k, kb)), nullptr);
+    });
+  }
+
+  // The tile's sums over k in [k_begin, k_begin + k_size), added to the output.
+  void outer_product_sums(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left, llvm::Value* k_begin,
+                          llvm::Value* k_size, const Panel* panel) {
     const OuterProductStage& op = *op_;
     const te::VarNode* row = op.rows ? op.rows->var.node() : nullptr;
     const te::VarNode* col = op.cols->var.node();
     const te::VarNode* kv = op.k->var.node();
     const int b_buffer = buffer_of(op.b->tensor), out = op.store->buffer;
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    const auto vector_at = [&](int buffer, llvm::Value* p, llvm::Value* value) -> llvm::Value* {
+    const std::vector<llvm::Value*> masks = vector_masks(left, nv);
+    const auto vector_at = [&](int buffer, llvm::Value* p, llvm::Value* value, llvm::Value* mask) -> llvm::Value* {
       llvm::Instruction* access = nullptr;
       if (value && mask)
         access = b_.CreateMaskedStore(value, p, llvm::Align(4), mask);
@@ -1643,7 +1975,7 @@ class FunctionEmitter {
     // A packed panel's tile adds to output rows that large products (SGEMM's
     // 2048: 16 MiB) keep in L3 at best: their lines are fetched while the
     // tile sums, not when it adds.
-    if (panel && !mask)
+    if (panel && !left)
       for (int r = 0; r < mr; ++r) {
         if (row) vars_[row] = plus(i0, r);
         for (int v = 0; v < nv; ++v) {
@@ -1652,17 +1984,18 @@ class FunctionEmitter {
                              {element_ptr(out, expr(op.store->index)), b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
         }
       }
-    loop(b_.getInt64(0), panel ? panel->k_size : expr(op.k->extent), [&](llvm::Value* kk) {
-      vars_[kv] = panel ? b_.CreateAdd(panel->k_begin, kk, "", true, true) : kk;
+    const RowWalk a_rows = row ? row_walk(*op.a, row, kv, i0, k_begin, mr) : RowWalk{};
+    loop(b_.getInt64(0), k_size, [&](llvm::Value* kk) {
+      vars_[kv] = b_.CreateAdd(k_begin, kk, "", true, true);
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < nv; ++v) {
         vars_[col] = plus(j0, v * lanes);
         bv.push_back(panel ? b_.CreateAlignedLoad(vector_, panel_at(*panel, kk, v), llvm::Align(4 * tile_.lanes))
-                           : vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr));
+                           : vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr, masks[static_cast<std::size_t>(v)]));
       }
+      const std::vector<llvm::Value*> av = row ? a_rows.step(*this, vars_[kv]) : std::vector<llvm::Value*>{load(*op.a)};
       for (int r = 0; r < mr; ++r) {
-        if (row) vars_[row] = plus(i0, r);
-        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, load(*op.a));
+        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, av[static_cast<std::size_t>(r)]);
         for (int v = 0; v < nv; ++v) {
           llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
           b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
@@ -1677,7 +2010,8 @@ class FunctionEmitter {
       for (int v = 0; v < nv; ++v) {
         vars_[col] = plus(j0, v * lanes);
         llvm::Value* p = element_ptr(out, expr(op.store->index));
-        vector_at(out, p, b_.CreateFAdd(vector_at(out, p, nullptr), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nv + v)])));
+        llvm::Value* mask = masks[static_cast<std::size_t>(v)];
+        vector_at(out, p, b_.CreateFAdd(vector_at(out, p, nullptr, mask), b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nv + v)])), mask);
       }
     }
     if (row) vars_.erase(row);
@@ -1686,15 +2020,20 @@ class FunctionEmitter {
 
   llvm::Value* plus(llvm::Value* v, std::int64_t n) { return n == 0 ? v : b_.CreateAdd(v, b_.getInt64(n), "", true, true); }
 
-  // A panel of b: 32 KiB (256 steps of k), on the stack. Half as many
-  // passes over the output as with 16 KiB (each adds a tile's sums to it):
-  // SGEMM 2048 4% faster on Zen 4 (32 KiB L1: the panel streams from L2
-  // there), the other shapes of the bench unchanged; 64 KiB gained no more.
+  // Steps of k a packed block spans: each tile's sums go to the output once
+  // per kPanelK (SGEMM 2048 on this Xeon: 128 steps 154 GFLOP/s, 256 162).
+  static constexpr std::int64_t kPanelK = 256;
+  // A block of packed panels of b: 144 KiB (three panels of 48 columns with
+  // AVX-512) on the stack, in L2 while the tiles of rows pass over it. In
+  // the C++ replica, blocks of 144 / 192 / 240 / 480 KiB ran alike (SGEMM
+  // 1024 163-165 GFLOP/s, 2048 162-167, [200, 768] x [768, 3072] 153-159).
+  static constexpr std::int64_t kBlockFloats = 36 * 1024;
   // Rows below which copying all of b into panels costs more than it saves
-  // (four tiles; measured on BERT's shapes: at 16 rows it lost, at 24 and
-  // more it won).
-  static constexpr std::int64_t kPanelFloats = 8192;
+  // (four tiles of six rows; measured on BERT's shapes: at 16 rows it lost,
+  // at 24 and more it won).
   static constexpr std::int64_t kPackedMinRows = 4 * kOuterRows;
+  // Rows from which a dot-product stage runs as dot_packed.
+  static constexpr std::int64_t kPackedDotMinRows = 64;
 
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
@@ -1729,6 +2068,8 @@ class FunctionEmitter {
   const te::VarNode* vector_var_ = nullptr;
   llvm::Value* vector_iv_ = nullptr;
   llvm::Value* vector_mask_ = nullptr;
+  // While store_tile_row stores a partial row of sums: the mask of its lanes.
+  llvm::Value* tile_mask_ = nullptr;
 };
 
 llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<llvm::Type*> params) {
