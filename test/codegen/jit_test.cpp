@@ -666,18 +666,20 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
 
 TEST_CASE("jit: a product of many rows runs as outer products over b packed transposed, to the reference's sums",
           "[jit]") {
-  // dense(x, w, bias) * scale and batch_matmul(q, ktᵀ) with 64 rows and more
+  // dense(x, w, bias) * scale and batch_matmul(q, ktᵀ) with 96 rows and more
   // (dot_packed): tiles of 8 rows (6 below AVX-512) and single rows past
   // them; columns around a panel (3 vectors, 2 below AVX-512), a block of
-  // panels and a partial last panel (b's rows past it are zeros, the
-  // output's columns past it untouched); k around a vector, a masked last
-  // vector and the 256 steps a panel holds (the sums added to the output
-  // step by step, the scale — not additive — at the last, and the init
-  // alone with k = 0). At both vector widths, on one thread and two (the
-  // columns split), bit for bit alike; outputs start as NaN.
+  // panels and a partial last panel of 1, 2 or 3 vectors (b's rows past it
+  // are zeros, the output's columns past it untouched); k around a vector,
+  // a masked last vector and the 256 steps a panel holds (the sums added to
+  // the output step by step, the scale — not additive — at the last, and
+  // the init alone with k = 0). At both vector widths, on one thread and two
+  // (the columns split), bit for bit alike; outputs start as NaN. Then
+  // kernels whose columns are known few pairs of vectors (panels of 2),
+  // dense and matmul.
   Rng rng(31);
   const Range values{.lo = -1, .hi = 1, .specials = false};
-  const std::int64_t ms[] = {64, 65, 71, 72, 130};
+  const std::int64_t ms[] = {96, 97, 103, 104, 130};
   const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300};
   const std::int64_t ks[] = {0, 1, 15, 16, 17, 256, 257, 300, 600};
   const ir::Dim m("m"), k("k"), n("n"), b("b");
@@ -722,6 +724,22 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
         check(*bmm, qk, ops::batch_matmul().reference(std::vector<Value>(qk.begin(), qk.end()), {{"transpose_b", true}}),
               depth);
       }
+    }
+    for (const std::int64_t cols : {32, 64, 96, 160}) {
+      const std::int64_t rows = 101, depth = 300;
+      INFO("vector bits " << bits << " static m " << rows << " n " << cols << " k " << depth);
+      SymbolicInputs fixed;
+      const std::vector<te::Tensor> d_in{fixed({rows, depth}, "x"), fixed({cols, depth}, "w"), fixed({cols}, "bias")};
+      const Ref<Kernel> d_kernel = codegen::compile_cpu_kernel_with("dense", d_in, ops::dense().compute(d_in, {}), options);
+      const std::vector<Tensor> d_args{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                       random_tensor(rng, {cols, depth}, DType::f32, values),
+                                       random_tensor(rng, {cols}, DType::f32, values)};
+      check(*d_kernel, d_args, ops::dense().reference(std::vector<Value>(d_args.begin(), d_args.end()), {}), depth);
+      const std::vector<te::Tensor> m_in{fixed({rows, depth}, "a"), fixed({depth, cols}, "b")};
+      const Ref<Kernel> m_kernel = codegen::compile_cpu_kernel_with("matmul", m_in, ops::matmul().compute(m_in, {}), options);
+      const std::vector<Tensor> m_args{random_tensor(rng, {rows, depth}, DType::f32, values),
+                                       random_tensor(rng, {depth, cols}, DType::f32, values)};
+      check(*m_kernel, m_args, ops::matmul().reference(std::vector<Value>(m_args.begin(), m_args.end()), {}), depth);
     }
   }
 }

@@ -1036,6 +1036,7 @@ class FunctionEmitter {
   // tiles and 147 this way, [128, 3072] x [768, 3072]^T 122 -> 142, W2's
   // [100, 300] x [750, 300]^T 95 -> 138 (old and new alternated).
   void dot_packed(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
+    choose_packed_tile(expr(dot_->cols->extent));
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     const int mr = packed_rows(), nv = packed_vectors();
     const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
@@ -1061,12 +1062,12 @@ class FunctionEmitter {
         });
         llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            dot_packed_tile(i0, mr, j0, left, panel_in(block, jc, j0, pc, k_size), kc);
+            by_vectors(left, nv, [&](int n) { dot_packed_tile(i0, mr, j0, n, left, panel_in(block, jc, j0, pc, k_size), kc); });
           });
         });
         loop(i, rows_end, [&](llvm::Value* i0) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            dot_packed_tile(i0, 1, j0, left, panel_in(block, jc, j0, pc, k_size), kc);
+            by_vectors(left, nv, [&](int n) { dot_packed_tile(i0, 1, j0, n, left, panel_in(block, jc, j0, pc, k_size), kc); });
           });
         });
       });
@@ -1150,14 +1151,13 @@ class FunctionEmitter {
   // mr rows from i0 × the panel's columns from j0 (with `left`, only those
   // below it): outer products over the panel's steps of k, a's rows read in
   // place, each row of sums through store_tile_row.
-  void dot_packed_tile(llvm::Value* i0, int mr, llvm::Value* j0, llvm::Value* left, const Panel& panel,
+  void dot_packed_tile(llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left, const Panel& panel,
                        const KChunk& kc) {
     const DotProductStage& d = *dot_;
     const te::VarNode* row = d.rows->var.node();
     const te::VarNode* col = d.cols->var.node();
     const te::VarNode* kv = d.sum->axes[0].var.node();
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    const int nv = packed_vectors();
     std::vector<llvm::AllocaInst*> acc;
     for (int n = 0; n < mr * nv; ++n) {
       acc.push_back(local(vector_));
@@ -1741,11 +1741,23 @@ class FunctionEmitter {
     b_.SetInsertPoint(done);
   }
 
-  // Rows and vectors of columns of a packed tile: 8 × 3 with AVX-512 (24
+  // Rows and vectors of columns of a packed tile (choose_packed_tile).
+  int packed_rows() const { return packed_.rows; }
+  int packed_vectors() const { return packed_.vectors; }
+
+  // The packed tile for `cols` columns: 8 × 3 vectors with AVX-512 (24
   // sums, three vectors of b and one of a in 32 registers), kOuterRows × 2
-  // below it (16 registers).
-  int packed_rows() const { return tile_.lanes >= 16 ? 8 : kOuterRows; }
-  int packed_vectors() const { return tile_.lanes >= 16 ? 3 : 2; }
+  // below it (16 registers); but 8 × 2 with AVX-512 where the columns are
+  // known to be a few whole pairs of vectors and no whole triples:
+  // attention's 64 a head, two panels of 2 where panels of 3 would be one
+  // and a partial one (BERT's p · v at 200 rows: 0.49-0.51 -> 0.45-0.46
+  // ms; 12 × 2 tiles ran it in 0.65).
+  void choose_packed_tile(llvm::Value* cols) {
+    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
+    packed_ = lanes >= 16 ? PackedTile{8, 3} : PackedTile{kOuterRows, 2};
+    const std::optional<std::int64_t> n = constant(cols);
+    if (lanes >= 16 && n && *n < 12 * lanes && *n % (2 * lanes) == 0 && *n % (3 * lanes) != 0) packed_ = {8, 2};
+  }
 
   // Columns [cols_begin, cols_end) of rows [rows_begin, rows_end) in panels
   // of packed_vectors (the last maybe partial), as OpenBLAS orders a GEMM: for each block of k
@@ -1760,6 +1772,7 @@ class FunctionEmitter {
   // before), 162-168 / 162-167 this way, OpenBLAS's 159-166 / 160.
   void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const OuterProductStage& op = *op_;
+    choose_packed_tile(expr(op.cols->extent));
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     const int mr = packed_rows(), nv = packed_vectors();
     const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
@@ -1798,13 +1811,13 @@ class FunctionEmitter {
         llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
             const Panel panel = panel_of(jc, j0);
-            outer_product_tile(i0, mr, j0, nv, left, &panel);
+            by_vectors(left, nv, [&](int n) { outer_product_tile(i0, mr, j0, n, left, &panel); });
           });
         });
         loop(i, rows_end, [&](llvm::Value* i0) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
             const Panel panel = panel_of(jc, j0);
-            outer_product_tile(i0, 1, j0, nv, left, &panel);
+            by_vectors(left, nv, [&](int n) { outer_product_tile(i0, 1, j0, n, left, &panel); });
           });
         });
       });
@@ -1872,6 +1885,33 @@ class FunctionEmitter {
   void each_panel(llvm::Value* jc, llvm::Value* jc_end, std::int64_t nr, Each&& each) {
     llvm::Value* j = stepped_loop(jc, jc_end, b_.getInt64(nr), true, [&](llvm::Value* j0) { each(j0, nullptr); });
     stepped_loop(j, jc_end, b_.getInt64(nr), false, [&](llvm::Value* j0) { each(j0, b_.CreateSub(jc_end, j0)); });
+  }
+
+  // body(n) for a panel of nv vectors of columns: n = nv for a whole panel
+  // (no `left`), else as many vectors as its `left` columns fill, so that
+  // the tile of a partial panel computes no vector of padding (attention's
+  // q · k^T at 200 rows has 4 whole panels and one of 8 columns: 0.58 ->
+  // 0.48 ms; its p · v's 64 columns a panel of 3 vectors and one of 1:
+  // 0.63 -> 0.49).
+  template <class Body>
+  void by_vectors(llvm::Value* left, int nv, Body&& body) {
+    if (!left) {
+      body(nv);
+      return;
+    }
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "vectors.done", fn_);
+    for (int n = 1; n < nv; ++n) {
+      llvm::BasicBlock* these = llvm::BasicBlock::Create(c_, "vectors", fn_);
+      llvm::BasicBlock* more = llvm::BasicBlock::Create(c_, "vectors.more", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLE(left, b_.getInt64(n * static_cast<std::int64_t>(tile_.lanes))), these, more);
+      b_.SetInsertPoint(these);
+      body(n);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(more);
+    }
+    body(nv);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   // With `left` (columns in range, fewer than nv vectors' lanes), the mask
@@ -2032,8 +2072,11 @@ class FunctionEmitter {
   // (four tiles of six rows; measured on BERT's shapes: at 16 rows it lost,
   // at 24 and more it won).
   static constexpr std::int64_t kPackedMinRows = 4 * kOuterRows;
-  // Rows from which a dot-product stage runs as dot_packed.
-  static constexpr std::int64_t kPackedDotMinRows = 64;
+  // Rows from which a dot-product stage runs as dot_packed: at 64 rows the
+  // packing of b, read once from memory or L3 (BERT's weights are in no
+  // cache when their layer runs; dot tiles prefetch them), cost what the
+  // tiles saved (W3 at 64: 97-103 ms as dot tiles, 103-110 packed).
+  static constexpr std::int64_t kPackedDotMinRows = 96;
 
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
@@ -2061,6 +2104,11 @@ class FunctionEmitter {
   const OuterProductStage* op_ = nullptr;  // while emitting an outer-product stage
   bool split_columns_ = false;             // its threads' ranges are of columns (splits_columns)
   DotTile tile_;
+  struct PackedTile {
+    int rows = 8;
+    int vectors = 3;
+  };
+  PackedTile packed_;
   llvm::FixedVectorType* vector_ = nullptr;
   // While emitting a vector loop's body: its lanes (0 otherwise), its iv
   // (the first element of the vector) and the mask of its lanes in range.
