@@ -666,8 +666,9 @@ TEST_CASE("jit: dense and batch_matmul with b transposed run as register tiles o
 
 TEST_CASE("jit: a product of many rows runs as outer products over b packed transposed, to the reference's sums",
           "[jit]") {
-  // dense(x, w, bias) * scale and batch_matmul(q, ktᵀ) with 96 rows and more
-  // (dot_packed): tiles of 8 rows (6 below AVX-512) and single rows past
+  // dense(x, w, bias) * scale and batch_matmul(q, ktᵀ) with 96 rows and more,
+  // or 24 and more with a b of at most 256 Ki floats (dot_packed; all of
+  // these): tiles of 8 rows (6 below AVX-512) and single rows past
   // them; columns around a panel (3 vectors, 2 below AVX-512), a block of
   // panels and a partial last panel of 1, 2 or 3 vectors (b's rows past it
   // are zeros, the output's columns past it untouched); k around a vector,
@@ -679,7 +680,7 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
   // dense and matmul.
   Rng rng(31);
   const Range values{.lo = -1, .hi = 1, .specials = false};
-  const std::int64_t ms[] = {96, 97, 103, 104, 130};
+  const std::int64_t ms[] = {24, 33, 97, 103, 130};
   const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300};
   const std::int64_t ks[] = {0, 1, 15, 16, 17, 256, 257, 300, 600};
   const ir::Dim m("m"), k("k"), n("n"), b("b");

@@ -990,25 +990,32 @@ class FunctionEmitter {
   // every step would read both from L2; over a chunk it does.
   void dot_columns(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const DotProductStage& d = *dot_;
-    // Many rows whose tile rows go out as vectors run as outer products over
-    // panels of b packed transposed (dot_packed); the rest as dot products.
+    // Many rows whose tile rows go out as vectors (or enough, with a small
+    // b) run as outer products over panels of b packed transposed
+    // (dot_packed); the rest as dot products.
     // Whether a stage's rows are many is known before it splits (its rows
     // are whole in every thread's range), so an element's sums are the same
     // on any number of threads.
     if (d.rows && d.row_vectors) {
-      const auto rows = [&] { return b_.CreateSub(rows_end, rows_begin); };
+      llvm::Value* rows = b_.CreateSub(rows_end, rows_begin);
       const std::int64_t m = constant(rows_end).value_or(-1);
       const auto most = max_of_.find(rows_end);
-      const bool may_pack = m < 0 ? most == max_of_.end() || most->second >= kPackedDotMinRows : m >= kPackedDotMinRows;
+      const std::int64_t most_rows =
+          m >= 0 ? m : most != max_of_.end() ? most->second : std::numeric_limits<std::int64_t>::max();
       if (m >= kPackedDotMinRows) {
         dot_packed(rows_begin, rows_end, cols_begin, cols_end);
         return;
       }
-      if (may_pack) {
+      if (most_rows >= kPackedSmallDotMinRows) {
+        llvm::Value* b_floats = b_.CreateMul(expr(d.cols->extent), expr(d.sum->axes[0].extent));
+        llvm::Value* pack = b_.CreateOr(
+            b_.CreateICmpSGE(rows, b_.getInt64(kPackedDotMinRows)),
+            b_.CreateAnd(b_.CreateICmpSGE(rows, b_.getInt64(kPackedSmallDotMinRows)),
+                         b_.CreateICmpSLE(b_floats, b_.getInt64(kPackedSmallDotFloats))));
         llvm::BasicBlock* packed = llvm::BasicBlock::Create(c_, "dot.packed", fn_);
         llvm::BasicBlock* tiles = llvm::BasicBlock::Create(c_, "dot.tiles", fn_);
         llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "dot.done", fn_);
-        b_.CreateCondBr(b_.CreateICmpSGE(rows(), b_.getInt64(kPackedDotMinRows)), packed, tiles);
+        b_.CreateCondBr(pack, packed, tiles);
         b_.SetInsertPoint(packed);
         dot_packed(rows_begin, rows_end, cols_begin, cols_end);
         b_.CreateBr(done);
@@ -2077,6 +2084,12 @@ class FunctionEmitter {
   // cache when their layer runs; dot tiles prefetch them), cost what the
   // tiles saved (W3 at 64: 97-103 ms as dot tiles, 103-110 packed).
   static constexpr std::int64_t kPackedDotMinRows = 96;
+  // ... and from 24 rows (three tiles) where b is at most 1 MiB, which its
+  // packing then reads from L2 or L3 (W2's products: [32, 300] x [750,
+  // 300]^T 0.150 -> 0.116 ms, [50, 300] x [450, 300]^T 0.136 -> 0.110, at
+  // 24 rows 0.113 -> 0.097; at 19, 0.050 -> 0.056, no better).
+  static constexpr std::int64_t kPackedSmallDotMinRows = 24;
+  static constexpr std::int64_t kPackedSmallDotFloats = 256 * 1024;
 
   // Floats of b one column block spans (its rows × K, or × kDotChunk): 192
   // KiB, within L2.
