@@ -1044,41 +1044,10 @@ class FunctionEmitter {
   // [100, 300] x [750, 300]^T 95 -> 138 (old and new alternated).
   void dot_packed(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     choose_packed_tile(expr(dot_->cols->extent));
-    const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    const int mr = packed_rows(), nv = packed_vectors();
-    const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
-    llvm::AllocaInst* block = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
-    block->setAlignment(llvm::Align(64));
-    llvm::Value* k = expr(dot_->sum->axes[0].extent);
-    // At least one step of k: with k = 0 the output is the init.
-    llvm::Value* steps = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.CreateSDiv(plus(k, kPanelK - 1), b_.getInt64(kPanelK)), b_.getInt64(1));
-    loop(b_.getInt64(0), steps, [&](llvm::Value* c) {
-      llvm::Value* pc = b_.CreateMul(c, b_.getInt64(kPanelK));
-      llvm::Value* k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kPanelK), b_.CreateSub(k, pc));
-      const KChunk kc{.begin = pc,
-                      .size = k_size,
-                      .first = b_.CreateICmpEQ(c, b_.getInt64(0)),
-                      .last = b_.CreateICmpEQ(c, b_.CreateSub(steps, b_.getInt64(1))),
-                      .whole_vectors = false,
-                      .next_block = nullptr};
-      stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
-        llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
-        each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-          pack_transposed(panel_in(block, jc, j0, pc, k_size), j0, left);
-        });
-        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
-          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            by_vectors(left, nv, [&](int n) { dot_packed_tile(i0, mr, j0, n, left, panel_in(block, jc, j0, pc, k_size), kc); });
-          });
-        });
-        loop(i, rows_end, [&](llvm::Value* i0) {
-          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            by_vectors(left, nv, [&](int n) { dot_packed_tile(i0, 1, j0, n, left, panel_in(block, jc, j0, pc, k_size), kc); });
-          });
-        });
-      });
-    });
+    packed_gemm(rows_begin, rows_end, cols_begin, cols_end, expr(dot_->sum->axes[0].extent), true,
+                [&](const Panel& panel, llvm::Value* j0, llvm::Value* left) { pack_transposed(panel, j0, left); },
+                [&](llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left, const Panel& panel,
+                    const KChunk& kc) { dot_packed_tile(i0, mr, j0, nv, left, panel, kc); });
   }
 
   // b's rows j0.. (the panel's columns; with `left`, those below it) over
@@ -1165,26 +1134,13 @@ class FunctionEmitter {
     const te::VarNode* col = d.cols->var.node();
     const te::VarNode* kv = d.sum->axes[0].var.node();
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    std::vector<llvm::AllocaInst*> acc;
-    for (int n = 0; n < mr * nv; ++n) {
-      acc.push_back(local(vector_));
-      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
-    }
+    const std::vector<llvm::AllocaInst*> acc = zeroed_sums(mr * nv);
     const RowWalk a_rows = row_walk(*d.a, row, kv, i0, panel.k_begin, mr);
     loop(b_.getInt64(0), panel.k_size, [&](llvm::Value* kk) {
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < nv; ++v)
         bv.push_back(b_.CreateAlignedLoad(vector_, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes)));
-      const std::vector<llvm::Value*> av = a_rows.step(*this, b_.CreateAdd(panel.k_begin, kk, "", true, true));
-      for (int r = 0; r < mr; ++r) {
-        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, av[static_cast<std::size_t>(r)]);
-        for (int v = 0; v < nv; ++v) {
-          llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
-          b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
-                                            {a, bv[static_cast<std::size_t>(v)], b_.CreateLoad(vector_, sum)}),
-                         sum);
-        }
-      }
+      add_outer_products(acc, a_rows.step(*this, b_.CreateAdd(panel.k_begin, kk, "", true, true)), bv);
     });
     vars_.erase(kv);
     const std::vector<llvm::Value*> masks = vector_masks(left, nv);
@@ -1444,11 +1400,7 @@ class FunctionEmitter {
       for (llvm::Value*& p : b_rows) p = b_.CreateGEP(b_.getFloatTy(), p, back);
     }
     const std::vector<llvm::Value*> ahead = next_block_rows(i, mr, j, nr, kc);
-    std::vector<llvm::AllocaInst*> acc;
-    for (int n = 0; n < mr * nr; ++n) {
-      acc.push_back(local(vector_));
-      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
-    }
+    const std::vector<llvm::AllocaInst*> acc = zeroed_sums(mr * nr);
     const auto step = [&](llvm::Value* kk, llvm::Value* mask) {
       const auto read = [&](llvm::Value* base, int buffer) {
         llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), base, kk);
@@ -1767,68 +1719,116 @@ class FunctionEmitter {
   }
 
   // Columns [cols_begin, cols_end) of rows [rows_begin, rows_end) in panels
-  // of packed_vectors (the last maybe partial), as OpenBLAS orders a GEMM: for each block of k
-  // (kPanelK steps) and each block of kBlockFloats of b (a few panels of
-  // columns), b's rows are copied into the block panel by panel, each
-  // panel contiguous (rows of b a power of two apart would all fall in the
-  // same few cache sets); then each tile of rows passes over every panel
-  // of the block, its rows of a read in place and kept in L1 from one
-  // panel to the next, the block streaming from L2. On SGEMM 1024 / 2048
-  // (a C++ replica of the loop nest on this Xeon) 130 / 137 GFLOP/s with
-  // panels in L1 and 6 × 2 tiles over row blocks of a in L2 (the order
-  // before), 162-168 / 162-167 this way, OpenBLAS's 159-166 / 160.
+  // of packed_vectors (the last maybe partial), as OpenBLAS orders a GEMM
+  // (packed_gemm): for each block of k (kPanelK steps) and each block of
+  // kBlockFloats of b (a few panels of columns), b's rows are copied into
+  // the block panel by panel, each panel contiguous (rows of b a power of
+  // two apart would all fall in the same few cache sets); then each tile of
+  // rows passes over every panel of the block, its rows of a read in place
+  // and kept in L1 from one panel to the next, the block streaming from L2.
+  // On SGEMM 1024 / 2048 (a C++ replica of the loop nest on this Xeon) 130
+  // / 137 GFLOP/s with panels in L1 and 6 × 2 tiles over row blocks of a in
+  // L2 (the order before), 152-165 / 159-167 this way, OpenBLAS's 159-166 /
+  // 160; nimble's own code runs 5-7% below the replica (SGEMM 1008: 142-147
+  // against 150-155 in one sitting), which an 8 × 3 or 7 × 3 tile, row
+  // pointers walked or each its own, did not change.
   void packed_panels(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     const OuterProductStage& op = *op_;
     choose_packed_tile(expr(op.cols->extent));
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
-    const int mr = packed_rows(), nv = packed_vectors();
-    const std::int64_t nr = nv * lanes, block_columns = kBlockFloats / (kPanelK * nr) * nr;
     const te::VarNode* kv = op.k->var.node();
     const te::VarNode* col = op.cols->var.node();
     const int b_buffer = buffer_of(op.b->tensor);
+    const auto pack = [&](const Panel& panel, llvm::Value* j0, llvm::Value* left) {
+      const std::vector<llvm::Value*> masks = vector_masks(left, packed_vectors());
+      loop(b_.getInt64(0), panel.k_size, [&](llvm::Value* kk) {
+        vars_[kv] = b_.CreateAdd(panel.k_begin, kk, "", true, true);
+        for (std::int64_t v = 0; v < packed_vectors(); ++v) {
+          vars_[col] = plus(j0, v * lanes);
+          llvm::Value* at = element_ptr(b_buffer, flat_index(*op.b));
+          llvm::Value* mask = masks[static_cast<std::size_t>(v)];
+          llvm::Instruction* x = nullptr;
+          if (mask)
+            x = b_.CreateMaskedLoad(vector_, at, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+          else
+            x = b_.CreateAlignedLoad(vector_, at, llvm::Align(4));
+          annotate(x, b_buffer);
+          b_.CreateAlignedStore(x, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes));
+        }
+      });
+      vars_.erase(kv);
+      vars_.erase(col);
+    };
+    packed_gemm(rows_begin, rows_end, cols_begin, cols_end, expr(op.k->extent), false, pack,
+                [&](llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left, const Panel& panel,
+                    const KChunk&) { outer_product_tile(i0, mr, j0, nv, left, &panel); });
+  }
+
+  // The loop nest of packed_panels and dot_packed: for each kPanelK steps
+  // of k (at least one with `one_step_at_least`: a dot-product stage's
+  // output is its init with k = 0) and each block of panels of columns,
+  // pack(panel, j0, left) for every panel of the block, then tile(i0, rows,
+  // j0, vectors, left, panel, chunk) for every whole tile of rows and then
+  // every single row over every panel, a partial panel's tile only as many
+  // vectors wide as its columns fill (by_vectors).
+  template <class Pack, class Tile>
+  void packed_gemm(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end,
+                   llvm::Value* k, bool one_step_at_least, Pack&& pack, Tile&& tile) {
+    const int mr = packed_rows(), nv = packed_vectors();
+    const std::int64_t nr = nv * static_cast<std::int64_t>(tile_.lanes);
+    const std::int64_t block_columns = kBlockFloats / (kPanelK * nr) * nr;
     llvm::AllocaInst* block = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
     block->setAlignment(llvm::Align(64));
-    llvm::Value* k = expr(op.k->extent);
-    stepped_loop(b_.getInt64(0), k, b_.getInt64(kPanelK), false, [&](llvm::Value* pc) {
+    llvm::Value* steps = b_.CreateSDiv(plus(k, kPanelK - 1), b_.getInt64(kPanelK));
+    if (one_step_at_least) steps = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, steps, b_.getInt64(1));
+    loop(b_.getInt64(0), steps, [&](llvm::Value* c) {
+      llvm::Value* pc = b_.CreateMul(c, b_.getInt64(kPanelK));
       llvm::Value* k_size = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(kPanelK), b_.CreateSub(k, pc));
-      const auto panel_of = [&](llvm::Value* jc, llvm::Value* j0) { return panel_in(block, jc, j0, pc, k_size); };
+      const KChunk chunk{.begin = pc,
+                         .size = k_size,
+                         .first = b_.CreateICmpEQ(c, b_.getInt64(0)),
+                         .last = b_.CreateICmpEQ(c, b_.CreateSub(steps, b_.getInt64(1))),
+                         .whole_vectors = false,
+                         .next_block = nullptr};
       stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
         llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
-        each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-          const Panel panel = panel_of(jc, j0);
-          const std::vector<llvm::Value*> masks = vector_masks(left, nv);
-          loop(b_.getInt64(0), k_size, [&](llvm::Value* kk) {
-            vars_[kv] = b_.CreateAdd(pc, kk, "", true, true);
-            for (std::int64_t v = 0; v < nv; ++v) {
-              vars_[col] = plus(j0, v * lanes);
-              llvm::Value* at = element_ptr(b_buffer, flat_index(*op.b));
-              llvm::Value* mask = masks[static_cast<std::size_t>(v)];
-              llvm::Instruction* x = nullptr;
-              if (mask)
-                x = b_.CreateMaskedLoad(vector_, at, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
-              else
-                x = b_.CreateAlignedLoad(vector_, at, llvm::Align(4));
-              annotate(x, b_buffer);
-              b_.CreateAlignedStore(x, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes));
-            }
-          });
-          vars_.erase(kv);
-          vars_.erase(col);
-        });
-        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true, [&](llvm::Value* i0) {
+        each_panel(jc, jc_end, nr,
+                   [&](llvm::Value* j0, llvm::Value* left) { pack(panel_in(block, jc, j0, pc, k_size), j0, left); });
+        const auto tiles_of = [&](llvm::Value* i0, int rows) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            const Panel panel = panel_of(jc, j0);
-            by_vectors(left, nv, [&](int n) { outer_product_tile(i0, mr, j0, n, left, &panel); });
+            const Panel panel = panel_in(block, jc, j0, pc, k_size);
+            by_vectors(left, nv, [&](int n) { tile(i0, rows, j0, n, left, panel, chunk); });
           });
-        });
-        loop(i, rows_end, [&](llvm::Value* i0) {
-          each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
-            const Panel panel = panel_of(jc, j0);
-            by_vectors(left, nv, [&](int n) { outer_product_tile(i0, 1, j0, n, left, &panel); });
-          });
-        });
+        };
+        llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(mr), true,
+                                      [&](llvm::Value* i0) { tiles_of(i0, mr); });
+        loop(i, rows_end, [&](llvm::Value* i0) { tiles_of(i0, 1); });
       });
     });
+  }
+
+  // n vector sums, zero (promoted to registers by LLVM).
+  std::vector<llvm::AllocaInst*> zeroed_sums(int n) {
+    std::vector<llvm::AllocaInst*> sums;
+    for (int s = 0; s < n; ++s) {
+      sums.push_back(local(vector_));
+      b_.CreateStore(llvm::Constant::getNullValue(vector_), sums.back());
+    }
+    return sums;
+  }
+
+  // One step of an outer-product tile: sums[r × |bv| + v] += av[r] (on every
+  // lane) × bv[v].
+  void add_outer_products(const std::vector<llvm::AllocaInst*>& sums, const std::vector<llvm::Value*>& av,
+                          const std::vector<llvm::Value*>& bv) {
+    for (std::size_t r = 0; r < av.size(); ++r) {
+      llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, av[r]);
+      for (std::size_t v = 0; v < bv.size(); ++v) {
+        llvm::AllocaInst* sum = sums[r * bv.size() + v];
+        b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_}, {a, bv[v], b_.CreateLoad(vector_, sum)}),
+                       sum);
+      }
+    }
   }
 
   // A tile's rows of its row operand `a` (f32, along `row` and `k`), read
@@ -2014,11 +2014,7 @@ class FunctionEmitter {
       annotate(access, buffer);
       return access;
     };
-    std::vector<llvm::AllocaInst*> acc;
-    for (int n = 0; n < mr * nv; ++n) {
-      acc.push_back(local(vector_));
-      b_.CreateStore(llvm::Constant::getNullValue(vector_), acc.back());
-    }
+    const std::vector<llvm::AllocaInst*> acc = zeroed_sums(mr * nv);
     // A packed panel's tile adds to output rows that large products (SGEMM's
     // 2048: 16 MiB) keep in L3 at best: their lines are fetched while the
     // tile sums, not when it adds.
@@ -2040,16 +2036,7 @@ class FunctionEmitter {
         bv.push_back(panel ? b_.CreateAlignedLoad(vector_, panel_at(*panel, kk, v), llvm::Align(4 * tile_.lanes))
                            : vector_at(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), nullptr, masks[static_cast<std::size_t>(v)]));
       }
-      const std::vector<llvm::Value*> av = row ? a_rows.step(*this, vars_[kv]) : std::vector<llvm::Value*>{load(*op.a)};
-      for (int r = 0; r < mr; ++r) {
-        llvm::Value* a = b_.CreateVectorSplat(tile_.lanes, av[static_cast<std::size_t>(r)]);
-        for (int v = 0; v < nv; ++v) {
-          llvm::AllocaInst* sum = acc[static_cast<std::size_t>(r * nv + v)];
-          b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vector_},
-                                            {a, bv[static_cast<std::size_t>(v)], b_.CreateLoad(vector_, sum)}),
-                         sum);
-        }
-      }
+      add_outer_products(acc, row ? a_rows.step(*this, vars_[kv]) : std::vector<llvm::Value*>{load(*op.a)}, bv);
     });
     vars_.erase(kv);
     for (int r = 0; r < mr; ++r) {
