@@ -515,15 +515,14 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   const Ref<Kernel> bmm = codegen::compile_cpu_kernel("batch_matmul", bmm_in, bmm_out);
   Rng rng(12);
   const Range values{.lo = -1, .hi = 1, .specials = false};
-  // Rows around the tile's 6, past the 24 that pack b (on 1 thread and on
-  // 2) and past two blocks of at most 480 rows (1000: three of 336, 336
-  // and 328 on one thread, two of 252 and 248 on each of two), columns
-  // around one and two vectors of 4, 8 and 16 lanes (the masked tail), k
-  // around nothing and past a panel's 256 (16 lanes) and 512 (8 lanes).
+  // Rows around the in-place tile's 6 and the packed tile's 8, past the 24
+  // that pack b (on 1 thread and on 2) and many (1000), columns around one,
+  // two and three vectors of 4, 8 and 16 lanes (masked tails, partial
+  // panels), k around nothing and past the 512 steps a panel holds.
   const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61, 1000};
   const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
   const std::int64_t ks[] = {0, 1, 3, 64, 301, 530};
-  // Then, whatever the draws, two row blocks and more with whole panels.
+  // Then, whatever the draws, many rows over several panels.
   const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}, {1000, 33, 530}};
   for (std::size_t trial = 0; trial < 40 + std::size(fixed); ++trial) {
     const bool drawn = trial < 40;
@@ -672,7 +671,7 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
   // them; columns around a panel (3 vectors, 2 below AVX-512), a block of
   // panels and a partial last panel of 1, 2 or 3 vectors (b's rows past it
   // are zeros, the output's columns past it untouched); k around a vector,
-  // a masked last vector and the 256 steps a panel holds (the sums added to
+  // a masked last vector and the 512 steps a panel holds (the sums added to
   // the output step by step, the scale — not additive — at the last, and
   // the init alone with k = 0). At both vector widths, on one thread and two
   // (the columns split), bit for bit alike; outputs start as NaN. Then
@@ -682,7 +681,7 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
   const Range values{.lo = -1, .hi = 1, .specials = false};
   const std::int64_t ms[] = {24, 33, 97, 103, 130};
   const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300};
-  const std::int64_t ks[] = {0, 1, 15, 16, 17, 256, 257, 300, 600};
+  const std::int64_t ks[] = {0, 1, 15, 16, 17, 300, 512, 513, 1100};
   const ir::Dim m("m"), k("k"), n("n"), b("b");
   for (const unsigned bits : {host_vector_bits(), 256u}) {
     const codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(bits);

@@ -2055,13 +2055,16 @@ class FunctionEmitter {
   llvm::Value* plus(llvm::Value* v, std::int64_t n) { return n == 0 ? v : b_.CreateAdd(v, b_.getInt64(n), "", true, true); }
 
   // Steps of k a packed block spans: each tile's sums go to the output once
-  // per kPanelK (SGEMM 2048 on this Xeon: 128 steps 154 GFLOP/s, 256 162).
-  static constexpr std::int64_t kPanelK = 256;
-  // A block of packed panels of b: 144 KiB (three panels of 48 columns with
-  // AVX-512) on the stack, in L2 while the tiles of rows pass over it. In
-  // the C++ replica, blocks of 144 / 192 / 240 / 480 KiB ran alike (SGEMM
-  // 1024 163-165 GFLOP/s, 2048 162-167, [200, 768] x [768, 3072] 153-159).
-  static constexpr std::int64_t kBlockFloats = 36 * 1024;
+  // per kPanelK. 512 against 256, three runs alternated: SGEMM 1024
+  // 140-142 -> 148-155 GFLOP/s, 2048 142-148 -> 141-151, BERT's [200, 3072]
+  // x [768, 3072]^T 144-149 -> 145-148, [128, 768] x [3072, 768]^T 135-136
+  // -> 136-139 (384: between the two).
+  static constexpr std::int64_t kPanelK = 512;
+  // A block of packed panels of b: 192 KiB (two panels of 48 columns with
+  // AVX-512) on the stack, in L2 while the tiles of rows pass over it.
+  // Three panels (288 KiB) ran alike; so did, in a C++ replica at 256 steps
+  // of k, blocks of 144 to 480 KiB.
+  static constexpr std::int64_t kBlockFloats = 48 * 1024;
   // Rows below which copying all of b into panels costs more than it saves
   // (four tiles of six rows; measured on BERT's shapes: at 16 rows it lost,
   // at 24 and more it won).
