@@ -1050,35 +1050,43 @@ class FunctionEmitter {
                     const KChunk& kc) { dot_packed_tile(i0, mr, j0, nv, left, panel, kc); });
   }
 
-  // b's rows j0.. (the panel's columns; with `left`, those below it) over
-  // the panel's steps of k into the panel, transposed: each vector of k of
-  // `lanes` rows, loaded as it lies, turned into a vector of columns for
-  // each step in registers. A last partial vector of k is masked, its
-  // steps past the panel's stored into the room the panel has for
-  // kPanelK (never read); columns past `left` are zeros.
+  // b's rows j0.. (the panel's `left` columns) over the panel's steps of k
+  // into the panel, transposed: each vector of k of `lanes` rows, loaded as
+  // it lies, turned into a vector of columns for each step in registers. A
+  // last partial vector of k is masked, its steps past the panel's stored
+  // into the room the panel has for kPanelK (never read); columns past
+  // `left` are zeros.
   void pack_transposed(const Panel& panel, llvm::Value* j0, llvm::Value* left) {
     const DotProductStage& d = *dot_;
     const auto lanes = static_cast<std::int64_t>(tile_.lanes);
     const te::VarNode* kv = d.sum->axes[0].var.node();
     const te::VarNode* col = d.cols->var.node();
     const int b_buffer = buffer_of(d.b->tensor);
-    for (std::int64_t v = 0; v < packed_vectors(); ++v) {
+    // The panel's vectors in a loop and one copy of the step (a whole
+    // panel's masks are all on; AVX-512's masked loads cost what plain ones
+    // do): the step is 16 loads, 64 shuffles and 16 stores, and unrolled per
+    // vector and per kind of panel it was most of a product's code.
+    loop(b_.getInt64(0), b_.getInt64(packed_vectors()), [&](llvm::Value* v) {
+      llvm::Value* first = b_.CreateMul(v, b_.getInt64(lanes));
       std::vector<llvm::Value*> rows, in_range;
       vars_[kv] = panel.k_begin;
       for (std::int64_t c = 0; c < lanes; ++c) {
-        llvm::Value* offset = b_.getInt64(v * lanes + c);
+        llvm::Value* offset = plus(first, c);
         // A column past `left` reads nothing (its mask is off) at row j0.
-        llvm::Value* ok = left ? b_.CreateICmpSLT(offset, left) : nullptr;
-        vars_[col] = ok ? b_.CreateSelect(ok, b_.CreateAdd(j0, offset), j0) : b_.CreateAdd(j0, offset);
+        llvm::Value* ok = b_.CreateICmpSLT(offset, left);
+        vars_[col] = b_.CreateSelect(ok, b_.CreateAdd(j0, offset), j0);
         rows.push_back(element_ptr(b_buffer, flat_index(*d.b)));
-        in_range.push_back(ok ? b_.CreateVectorSplat(tile_.lanes, ok) : nullptr);
+        in_range.push_back(b_.CreateVectorSplat(tile_.lanes, ok));
       }
+      llvm::Value* out = b_.CreateInBoundsGEP(b_.getFloatTy(), panel.data, first);
+      // `whole`: every row of the vector in range, read with plain loads (a
+      // load masked by a run-time mask costs a mask move each).
+      bool whole = true;
       const auto step = [&](llvm::Value* kk0, llvm::Value* k_mask) {
         std::vector<llvm::Value*> x;
         for (std::size_t c = 0; c < rows.size(); ++c) {
           llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), rows[c], kk0);
-          llvm::Value* mask = k_mask;
-          if (in_range[c]) mask = mask ? b_.CreateAnd(mask, in_range[c]) : in_range[c];
+          llvm::Value* mask = whole ? k_mask : k_mask ? b_.CreateAnd(k_mask, in_range[c]) : in_range[c];
           llvm::Instruction* l = nullptr;
           if (mask)
             l = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
@@ -1089,14 +1097,33 @@ class FunctionEmitter {
         }
         x = transpose(std::move(x));
         for (std::int64_t t = 0; t < lanes; ++t)
-          b_.CreateAlignedStore(x[static_cast<std::size_t>(t)], panel_at(panel, plus(kk0, t), v),
-                                llvm::Align(4 * tile_.lanes));
+          b_.CreateAlignedStore(
+              x[static_cast<std::size_t>(t)],
+              b_.CreateInBoundsGEP(b_.getFloatTy(), out, b_.CreateMul(plus(kk0, t), b_.getInt64(panel.step))),
+              llvm::Align(4 * tile_.lanes));
       };
-      llvm::Value* kk = stepped_loop(b_.getInt64(0), panel.k_size, b_.getInt64(lanes), true,
-                                     [&](llvm::Value* kk0) { step(kk0, nullptr); });
-      stepped_loop(kk, panel.k_size, b_.getInt64(lanes), false,
-                   [&](llvm::Value* kk0) { step(kk0, lanes_below(b_.CreateSub(panel.k_size, kk0))); });
-    }
+      // A k known to be whole vectors leaves no partial one.
+      const std::optional<std::int64_t> known_k = constant(expr(d.sum->axes[0].extent));
+      const auto steps = [&] {
+        llvm::Value* kk = stepped_loop(b_.getInt64(0), panel.k_size, b_.getInt64(lanes), true,
+                                       [&](llvm::Value* kk0) { step(kk0, nullptr); });
+        if (!known_k || *known_k % lanes != 0)
+          stepped_loop(kk, panel.k_size, b_.getInt64(lanes), false,
+                       [&](llvm::Value* kk0) { step(kk0, lanes_below(b_.CreateSub(panel.k_size, kk0))); });
+      };
+      llvm::BasicBlock* plain = llvm::BasicBlock::Create(c_, "pack.whole", fn_);
+      llvm::BasicBlock* masked = llvm::BasicBlock::Create(c_, "pack.partial", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "pack.done", fn_);
+      b_.CreateCondBr(b_.CreateICmpSGE(left, plus(first, lanes)), plain, masked);
+      b_.SetInsertPoint(plain);
+      steps();
+      b_.CreateBr(done);
+      b_.SetInsertPoint(masked);
+      whole = false;
+      steps();
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
     vars_.erase(kv);
     vars_.erase(col);
   }
@@ -1143,27 +1170,42 @@ class FunctionEmitter {
       add_outer_products(acc, a_rows.step(*this, b_.CreateAdd(panel.k_begin, kk, "", true, true)), bv);
     });
     vars_.erase(kv);
+    // The sums go out through one copy of a row's stores (the epilogue's
+    // code: 24 copies in an 8 × 3 tile were most of a product's compile
+    // time), from an array, in a loop over the tile's rows. (A loop over
+    // its vectors too cost short products 10%: q · k^T at 200 tokens 0.48
+    // -> 0.53 ms.)
+    llvm::AllocaInst* sums = local(llvm::ArrayType::get(vector_, static_cast<std::uint64_t>(mr * nv)));
+    sums->setAlignment(llvm::Align(64));
+    for (int n = 0; n < mr * nv; ++n)
+      b_.CreateAlignedStore(b_.CreateLoad(vector_, acc[static_cast<std::size_t>(n)]),
+                            b_.CreateConstInBoundsGEP2_64(sums->getAllocatedType(), sums, 0, static_cast<std::uint64_t>(n)),
+                            llvm::Align(64));
     const std::vector<llvm::Value*> masks = vector_masks(left, nv);
-    for (int r = 0; r < mr; ++r)
+    loop(b_.getInt64(0), b_.getInt64(mr), [&](llvm::Value* r) {
       for (int v = 0; v < nv; ++v) {
+        llvm::Value* first = b_.getInt64(v * lanes);
         // A vector wholly past `left` stores nothing (its columns may lie
         // past b's rows and the output's).
         llvm::BasicBlock* next = nullptr;
         if (left && v > 0) {
           llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.vector", fn_);
           next = llvm::BasicBlock::Create(c_, "tile.vector.done", fn_);
-          b_.CreateCondBr(b_.CreateICmpSGT(left, b_.getInt64(v * lanes)), yes, next);
+          b_.CreateCondBr(b_.CreateICmpSGT(left, first), yes, next);
           b_.SetInsertPoint(yes);
         }
-        vars_[row] = plus(i0, r);
-        vars_[col] = plus(j0, v * lanes);
-        store_tile_row(b_.CreateLoad(vector_, acc[static_cast<std::size_t>(r * nv + v)]), vars_[col], tile_.lanes, kc,
+        vars_[row] = b_.CreateAdd(i0, r);
+        vars_[col] = b_.CreateAdd(j0, first);
+        llvm::Value* at = b_.CreateInBoundsGEP(sums->getAllocatedType(), sums,
+                                               {b_.getInt64(0), plus(b_.CreateMul(r, b_.getInt64(nv)), v)});
+        store_tile_row(b_.CreateAlignedLoad(vector_, at, llvm::Align(64)), vars_[col], tile_.lanes, kc,
                        masks[static_cast<std::size_t>(v)]);
         if (next) {
           b_.CreateBr(next);
           b_.SetInsertPoint(next);
         }
       }
+    });
     vars_.erase(row);
     vars_.erase(col);
   }
@@ -1740,7 +1782,7 @@ class FunctionEmitter {
     const te::VarNode* col = op.cols->var.node();
     const int b_buffer = buffer_of(op.b->tensor);
     const auto pack = [&](const Panel& panel, llvm::Value* j0, llvm::Value* left) {
-      const std::vector<llvm::Value*> masks = vector_masks(left, packed_vectors());
+      const std::vector<llvm::Value*> masks = vector_masks(left, packed_vectors());  // all lanes in a whole panel
       loop(b_.getInt64(0), panel.k_size, [&](llvm::Value* kk) {
         vars_[kv] = b_.CreateAdd(panel.k_begin, kk, "", true, true);
         for (std::int64_t v = 0; v < packed_vectors(); ++v) {
@@ -1767,7 +1809,8 @@ class FunctionEmitter {
   // The loop nest of packed_panels and dot_packed: for each kPanelK steps
   // of k (at least one with `one_step_at_least`: a dot-product stage's
   // output is its init with k = 0) and each block of panels of columns,
-  // pack(panel, j0, left) for every panel of the block, then tile(i0, rows,
+  // pack(panel, j0, left) for every panel of the block (`left` its columns,
+  // at most a panel's), then tile(i0, rows,
   // j0, vectors, left, panel, chunk) for every whole tile of rows and then
   // every single row over every panel, a partial panel's tile only as many
   // vectors wide as its columns fill (by_vectors).
@@ -1792,8 +1835,12 @@ class FunctionEmitter {
                          .next_block = nullptr};
       stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
         llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
-        each_panel(jc, jc_end, nr,
-                   [&](llvm::Value* j0, llvm::Value* left) { pack(panel_in(block, jc, j0, pc, k_size), j0, left); });
+        // Every panel, the last maybe partial, through one copy of the
+        // pack: `left` its columns (nr for a whole one).
+        stepped_loop(jc, jc_end, b_.getInt64(nr), false, [&](llvm::Value* j0) {
+          llvm::Value* left = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(jc_end, j0), b_.getInt64(nr));
+          pack(panel_in(block, jc, j0, pc, k_size), j0, left);
+        });
         const auto tiles_of = [&](llvm::Value* i0, int rows) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
             const Panel panel = panel_in(block, jc, j0, pc, k_size);
