@@ -912,6 +912,34 @@ class FunctionEmitter {
                 : static_cast<llvm::Value*>(b_.CreateLoad(type, acc));
   }
 
+  // A vector of floats of `buffer` at p: with `mask`, only its lanes (the
+  // others zero, nothing read there).
+  llvm::Value* vector_load(int buffer, llvm::Value* p, llvm::Value* mask) {
+    llvm::Instruction* v = nullptr;
+    if (mask)
+      v = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
+    else
+      v = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
+    annotate(v, buffer);
+    return v;
+  }
+
+  // if (cond) then() else otherwise(), in blocks named from `name`.
+  template <class Then, class Otherwise>
+  void if_else(llvm::Value* cond, const char* name, Then&& then, Otherwise&& otherwise) {
+    llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, name, fn_);
+    llvm::BasicBlock* no = llvm::BasicBlock::Create(c_, std::string(name) + ".else", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, std::string(name) + ".done", fn_);
+    b_.CreateCondBr(cond, yes, no);
+    b_.SetInsertPoint(yes);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(no);
+    otherwise();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
   // for (iv = begin; iv < end; iv += step) body(iv), or with `whole`, only
   // while a whole step fits (iv + step <= end). Returns the iv it stopped at.
   template <class Body>
@@ -1012,17 +1040,9 @@ class FunctionEmitter {
             b_.CreateICmpSGE(rows, b_.getInt64(kPackedDotMinRows)),
             b_.CreateAnd(b_.CreateICmpSGE(rows, b_.getInt64(kPackedSmallDotMinRows)),
                          b_.CreateICmpSLE(b_floats, b_.getInt64(kPackedSmallDotFloats))));
-        llvm::BasicBlock* packed = llvm::BasicBlock::Create(c_, "dot.packed", fn_);
-        llvm::BasicBlock* tiles = llvm::BasicBlock::Create(c_, "dot.tiles", fn_);
-        llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "dot.done", fn_);
-        b_.CreateCondBr(pack, packed, tiles);
-        b_.SetInsertPoint(packed);
-        dot_packed(rows_begin, rows_end, cols_begin, cols_end);
-        b_.CreateBr(done);
-        b_.SetInsertPoint(tiles);
-        dot_tile_columns(rows_begin, rows_end, cols_begin, cols_end);
-        b_.CreateBr(done);
-        b_.SetInsertPoint(done);
+        if_else(
+            pack, "dot.packed", [&] { dot_packed(rows_begin, rows_end, cols_begin, cols_end); },
+            [&] { dot_tile_columns(rows_begin, rows_end, cols_begin, cols_end); });
         return;
       }
     }
@@ -1087,13 +1107,7 @@ class FunctionEmitter {
         for (std::size_t c = 0; c < rows.size(); ++c) {
           llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), rows[c], kk0);
           llvm::Value* mask = whole ? k_mask : k_mask ? b_.CreateAnd(k_mask, in_range[c]) : in_range[c];
-          llvm::Instruction* l = nullptr;
-          if (mask)
-            l = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
-          else
-            l = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
-          annotate(l, b_buffer);
-          x.push_back(l);
+          x.push_back(vector_load(b_buffer, p, mask));
         }
         x = transpose(std::move(x));
         for (std::int64_t t = 0; t < lanes; ++t)
@@ -1111,18 +1125,10 @@ class FunctionEmitter {
           stepped_loop(kk, panel.k_size, b_.getInt64(lanes), false,
                        [&](llvm::Value* kk0) { step(kk0, lanes_below(b_.CreateSub(panel.k_size, kk0))); });
       };
-      llvm::BasicBlock* plain = llvm::BasicBlock::Create(c_, "pack.whole", fn_);
-      llvm::BasicBlock* masked = llvm::BasicBlock::Create(c_, "pack.partial", fn_);
-      llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "pack.done", fn_);
-      b_.CreateCondBr(b_.CreateICmpSGE(left, plus(first, lanes)), plain, masked);
-      b_.SetInsertPoint(plain);
-      steps();
-      b_.CreateBr(done);
-      b_.SetInsertPoint(masked);
-      whole = false;
-      steps();
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
+      if_else(b_.CreateICmpSGE(left, plus(first, lanes)), "pack.whole", steps, [&] {
+        whole = false;
+        steps();
+      });
     });
     vars_.erase(kv);
     vars_.erase(col);
@@ -1445,14 +1451,7 @@ class FunctionEmitter {
     const std::vector<llvm::AllocaInst*> acc = zeroed_sums(mr * nr);
     const auto step = [&](llvm::Value* kk, llvm::Value* mask) {
       const auto read = [&](llvm::Value* base, int buffer) {
-        llvm::Value* p = b_.CreateInBoundsGEP(b_.getFloatTy(), base, kk);
-        llvm::Instruction* v = nullptr;
-        if (mask)
-          v = b_.CreateMaskedLoad(vector_, p, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
-        else
-          v = b_.CreateAlignedLoad(vector_, p, llvm::Align(4));
-        annotate(v, buffer);
-        return static_cast<llvm::Value*>(v);
+        return vector_load(buffer, b_.CreateInBoundsGEP(b_.getFloatTy(), base, kk), mask);
       };
       std::vector<llvm::Value*> av, bv;
       for (llvm::Value* p : a_rows) av.push_back(read(p, a_buffer));
@@ -1727,19 +1726,14 @@ class FunctionEmitter {
     // With enough rows, all the columns go through packed_panels; with few,
     // b is read in place.
     llvm::Value* packed = b_.CreateICmpSGE(b_.CreateSub(rows_end, rows_begin), b_.getInt64(kPackedMinRows));
-    llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "packed", fn_);
-    llvm::BasicBlock* in_place = llvm::BasicBlock::Create(c_, "in_place", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "packed.done", fn_);
-    b_.CreateCondBr(packed, yes, in_place);
-    b_.SetInsertPoint(yes);
-    packed_panels(rows_begin, rows_end, cols_begin, cols_end);
-    b_.CreateBr(done);
-    b_.SetInsertPoint(in_place);
-    llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true,
-                                  [&](llvm::Value* i0) { outer_product_columns(i0, kOuterRows, cols_begin, cols_end); });
-    loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, cols_begin, cols_end); });
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    if_else(
+        packed, "packed", [&] { packed_panels(rows_begin, rows_end, cols_begin, cols_end); },
+        [&] {
+          llvm::Value* i = stepped_loop(rows_begin, rows_end, b_.getInt64(kOuterRows), true, [&](llvm::Value* i0) {
+            outer_product_columns(i0, kOuterRows, cols_begin, cols_end);
+          });
+          loop(i, rows_end, [&](llvm::Value* i0) { outer_product_columns(i0, 1, cols_begin, cols_end); });
+        });
   }
 
   // Rows and vectors of columns of a packed tile (choose_packed_tile).
@@ -1787,14 +1781,8 @@ class FunctionEmitter {
         vars_[kv] = b_.CreateAdd(panel.k_begin, kk, "", true, true);
         for (std::int64_t v = 0; v < packed_vectors(); ++v) {
           vars_[col] = plus(j0, v * lanes);
-          llvm::Value* at = element_ptr(b_buffer, flat_index(*op.b));
-          llvm::Value* mask = masks[static_cast<std::size_t>(v)];
-          llvm::Instruction* x = nullptr;
-          if (mask)
-            x = b_.CreateMaskedLoad(vector_, at, llvm::Align(4), mask, llvm::Constant::getNullValue(vector_));
-          else
-            x = b_.CreateAlignedLoad(vector_, at, llvm::Align(4));
-          annotate(x, b_buffer);
+          llvm::Value* x =
+              vector_load(b_buffer, element_ptr(b_buffer, flat_index(*op.b)), masks[static_cast<std::size_t>(v)]);
           b_.CreateAlignedStore(x, panel_at(panel, kk, v), llvm::Align(4 * tile_.lanes));
         }
       });
