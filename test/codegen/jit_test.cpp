@@ -244,6 +244,65 @@ TEST_CASE("jit: vector loops cover every length around the vector width, on one 
   }
 }
 
+TEST_CASE("jit: reductions along a row run as explicit vectors over every length around the vector width", "[jit]") {
+  // max, min and sum over the last axis of [3, n], and softmax (a max, a
+  // sum of exps and their quotient), with n from 0 past two rounds of four
+  // accumulators, and 1000; against LLVM's vectorized loops: max and min bit
+  // for bit (exact in any order, with NaN, -0 and +0 placed in rows), the
+  // sums within a reordered sum's rounding. f64 sums alike.
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    SymbolicInputs input;
+    const te::Tensor x = te::placeholder_for(
+        *ir::tensor_type({3, ir::Dim("n")}, dtype).as<ir::TensorTypeNode>(), "x", input.symbols);
+    const std::vector<te::Tensor> in{x};
+    const ir::Attrs last_axis{{"axes", std::vector<std::int64_t>{1}}, {"keepdims", false}};
+    struct Case {
+      const char* name;
+      std::vector<te::Tensor> out;
+      bool exact;
+      bool needs_elements;
+    };
+    std::vector<Case> cases{{"sum", ops::sum().compute(in, last_axis), false, false}};
+    if (dtype == DType::f32) {
+      cases.push_back({"max", ops::max().compute(in, last_axis), true, true});
+      cases.push_back({"min", ops::min().compute(in, last_axis), true, true});
+      cases.push_back({"softmax", ops::softmax().compute(in, {{"axis", std::int64_t{-1}}}), false, false});
+    }
+    for (const Case& c : cases) {
+      const auto [vectors, scalars] = with_and_without_vector_loops(c.name, in, c.out);
+      Rng rng(5);
+      std::vector<std::int64_t> lengths{1000};
+      for (std::int64_t n = 0; n <= 2 * 4 * 16 + 17; ++n) lengths.push_back(n);
+      for (const std::int64_t n : lengths) {
+        if (n == 0 && c.needs_elements) continue;
+        INFO(c.name << " " << to_string(dtype) << ", n = " << n);
+        Tensor a = random_tensor(rng, {3, n}, dtype, {.lo = -4, .hi = 4});
+        if (dtype == DType::f32 && n > 0) {
+          // Row 1: a NaN at its last element; row 2: signed zeros only.
+          float* data = a.data<float>();
+          data[n + n - 1] = std::numeric_limits<float>::quiet_NaN();
+          for (std::int64_t i = 0; i < n; ++i) data[2 * n + i] = i % 2 == 0 ? -0.0f : 0.0f;
+        }
+        const Shape shape = c.out[0].ndim() == 2 ? Shape{3, n} : Shape{3};
+        Tensor want = Tensor::empty(shape, dtype);
+        Tensor got = Tensor::empty(shape, dtype);
+        scalars->run(std::vector<Tensor>{a}, std::vector<Tensor>{want});
+        vectors->run(std::vector<Tensor>{a}, std::vector<Tensor>{got});
+        const Tolerance exact{.rtol = 0, .atol = 0, .equal_nan = true};
+        const Tolerance summed{.rtol = 8 * static_cast<double>(n + 1) * epsilon(dtype),
+                               .atol = 8 * static_cast<double>(n + 1) * epsilon(dtype), .equal_nan = true};
+        CHECK_THAT(got, IsCloseTo(want, c.exact ? exact : summed));
+        if (c.exact && n > 0) {
+          // The zeros' row: max is +0 and min -0 (maximum and minimum
+          // order them) unless the row has a single -0.
+          const float z = got.data<float>()[2];
+          CHECK(std::signbit(z) == (std::string(c.name) == "min" || n == 1));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("jit: short static loops reading a row at an offset run as vector loops", "[jit]") {
   // split of a static [1, 750] at 150, 157, 300 and 749: parts read x's row
   // at constant offsets, lengths around the vector width and one part up to

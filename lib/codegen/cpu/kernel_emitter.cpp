@@ -65,6 +65,14 @@ bool has_side_conditions(const Expr& e) {
   return found;
 }
 
+// Whether `e` has an op that may fail at run time (a checked binary).
+bool has_checked_op(const Expr& e) {
+  if (const auto* b = e.as<te::BinaryNode>(); b && b->checked) return true;
+  bool found = false;
+  te::for_each_child(e, [&](const Expr& child) { found = found || has_checked_op(child); });
+  return found;
+}
+
 // A checked load's dim: its index is tested against the extent.
 struct CheckedIndex {
   const te::LoadNode* load;
@@ -245,6 +253,8 @@ class FunctionEmitter {
   }
 
   llvm::IRBuilder<>& builder() { return b_; }
+  // Reductions as explicit vectors of `lanes` floats (vector_reduce).
+  void vectorize_reductions(unsigned lanes) { reduce_lanes_ = lanes; }
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
 
   llvm::Value* dim_of(int buffer, int d) {
@@ -851,6 +861,7 @@ class FunctionEmitter {
   }
 
   llvm::Value* reduce(const te::ReduceNode& r) {
+    if (llvm::Value* v = vector_reduce(r)) return v;
     const DType dtype = r.source.dtype();
     const bool floating = is_floating(dtype);
     const bool is_bool = dtype == DType::boolean;
@@ -910,6 +921,83 @@ class FunctionEmitter {
     nest(0);
     return best ? static_cast<llvm::Value*>(b_.CreateLoad(i64_, best))
                 : static_cast<llvm::Value*>(b_.CreateLoad(type, acc));
+  }
+
+  // A floating sum, max or min over one axis whose source computes lane by
+  // lane along it (lane_wise_along: each load contiguous in the axis or
+  // independent of it) as explicit vectors (with vector loops on): while
+  // kReduceVectors whole vectors remain, one into each of as many
+  // accumulators; then a vector at a time into the first, the last masked
+  // (its other lanes the identity); folded across accumulators and lanes
+  // at the end, with the init. LLVM's vectorizer took 8 lanes and left a
+  // row's last elements to a scalar loop, an exp each in softmax's sum
+  // (rows of 200: 8). A sum already reassociates (reduce's scalar loop
+  // allows it for the vectorizer); a max or min is exact in any order.
+  // Null where the reduction does not qualify.
+  llvm::Value* vector_reduce(const te::ReduceNode& r) {
+    const DType dtype = r.source.dtype();
+    if (reduce_lanes_ == 0 || vector_lanes_ != 0 || r.axes.size() != 1 || r.reduce_kind == te::ReduceKind::argmax ||
+        !is_floating(dtype))
+      return nullptr;
+    const te::VarNode* var = r.axes[0].var.node();
+    if (!lane_wise_along(r.source, var, nullptr) || has_checked_op(r.source)) return nullptr;
+    llvm::Type* scalar = compute_type(c_, dtype);
+    const unsigned lanes = scalar->isDoubleTy() ? reduce_lanes_ / 2 : reduce_lanes_;
+    llvm::Type* type = llvm::FixedVectorType::get(scalar, lanes);
+    const double identity = r.reduce_kind == te::ReduceKind::sum   ? -0.0
+                            : r.reduce_kind == te::ReduceKind::max ? -std::numeric_limits<double>::infinity()
+                                                                   : std::numeric_limits<double>::infinity();
+    llvm::Value* none = llvm::ConstantFP::get(type, identity);
+    const auto combine = [&](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
+      switch (r.reduce_kind) {
+        case te::ReduceKind::sum: {
+          auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, v));
+          add->setHasAllowReassoc(true);
+          return add;
+        }
+        case te::ReduceKind::max: return call(llvm::Intrinsic::maximum, {a, v});
+        default: return call(llvm::Intrinsic::minimum, {a, v});
+      }
+    };
+    llvm::Value* init = expr(r.init);
+    llvm::Value* extent = expr(r.axes[0].extent);
+    std::vector<llvm::AllocaInst*> acc;
+    for (int u = 0; u < kReduceVectors; ++u) {
+      acc.push_back(local(type));
+      b_.CreateStore(none, acc.back());
+    }
+    // The source's lanes from element iv on (only those in `mask`).
+    const auto source_at = [&](llvm::Value* iv, llvm::Value* mask) {
+      vector_lanes_ = lanes;
+      vector_var_ = var;
+      vector_iv_ = iv;
+      vector_mask_ = mask;
+      llvm::Value* v = expr(r.source);
+      vector_lanes_ = 0;
+      vector_var_ = nullptr;
+      vector_iv_ = vector_mask_ = nullptr;
+      return v;
+    };
+    const auto add_to = [&](llvm::AllocaInst* a, llvm::Value* v) { b_.CreateStore(combine(b_.CreateLoad(type, a), v), a); };
+    llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes));
+    llvm::Value* i = stepped_loop(b_.getInt64(0), extent, b_.getInt64(kReduceVectors * lanes), true, [&](llvm::Value* iv) {
+      for (int u = 0; u < kReduceVectors; ++u) add_to(acc[static_cast<std::size_t>(u)], source_at(plus(iv, u * lanes), all));
+    });
+    stepped_loop(i, extent, b_.getInt64(lanes), false, [&](llvm::Value* iv) {
+      llvm::Value* mask = lanes_below(b_.CreateSub(extent, iv), lanes);
+      add_to(acc[0], b_.CreateSelect(mask, source_at(iv, mask), none));
+    });
+    llvm::Value* v = b_.CreateLoad(type, acc[0]);
+    for (int u = 1; u < kReduceVectors; ++u) v = combine(v, b_.CreateLoad(type, acc[static_cast<std::size_t>(u)]));
+    switch (r.reduce_kind) {
+      case te::ReduceKind::sum: {
+        llvm::CallInst* sum = b_.CreateFAddReduce(init, v);
+        sum->setHasAllowReassoc(true);
+        return sum;
+      }
+      case te::ReduceKind::max: return call(llvm::Intrinsic::maximum, {init, b_.CreateFPMaximumReduce(v)});
+      default: return call(llvm::Intrinsic::minimum, {init, b_.CreateFPMinimumReduce(v)});
+    }
   }
 
   // A vector of floats of `buffer` at p: with `mask`, only its lanes (the
@@ -2150,6 +2238,11 @@ class FunctionEmitter {
   llvm::FixedVectorType* vector_ = nullptr;
   // While emitting a vector loop's body: its lanes (0 otherwise), its iv
   // (the first element of the vector) and the mask of its lanes in range.
+  // Lanes of a float vector in a reduction's vector loop (vector_reduce);
+  // 0: reductions are scalar loops for LLVM's vectorizer.
+  unsigned reduce_lanes_ = 0;
+  // Accumulators (vectors an iteration) of vector_reduce's main loop.
+  static constexpr int kReduceVectors = 4;
   unsigned vector_lanes_ = 0;
   const te::VarNode* vector_var_ = nullptr;
   llvm::Value* vector_iv_ = nullptr;
@@ -2366,6 +2459,7 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   const Stmt* vector = options.vector_loops && !dot && !op
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
+  if (options.vector_loops) e.vectorize_reductions(options.vector_bits / 32);
   if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));

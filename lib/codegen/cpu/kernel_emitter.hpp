@@ -62,7 +62,9 @@ struct CpuEmitOptions {
   /// vector is a masked iteration of the same body, instead of a scalar loop
   /// that LLVM's vectorizer widens and keeps a scalar copy of (for the
   /// remainder): half the IR, so about half the code generation time of such
-  /// a stage. Off, they are scalar loops for LLVM's vectorizer.
+  /// a stage. Off, they are scalar loops for LLVM's vectorizer. On, a
+  /// floating sum, max or min along a row is explicit vectors too, its last
+  /// partial vector masked (softmax's and layer_norm's rows).
   bool vector_loops = false;
   /// The smallest body (about as many LLVM instructions) a vector loop is
   /// emitted for: smaller ones go to LLVM's vectorizer, which interleaves
