@@ -31,11 +31,6 @@ bool load_depends_on(const te::LoadNode& load, const te::VarNode* var) {
   return std::any_of(load.indices.begin(), load.indices.end(), [&](const Expr& i) { return depends_on(i, var); });
 }
 
-// `index` is lowering's row-major index with `j` last: `... * N + j`, or j.
-bool contiguous_index(const Expr& index, const te::VarNode* j) {
-  const auto* add = index.as<te::BinaryNode>();
-  return index.get() == j || (add != nullptr && add->op == te::BinaryOp::add && add->b.get() == j && !depends_on(add->a, j));
-}
 
 // The one reduction in `value`: the value itself, or inside an epilogue of
 // it (lower_compute folds dense's bias add and fused epilogues into the
@@ -67,6 +62,11 @@ std::vector<const Stmt*> loop_nest(const Stage& stage, const Stmt*& innermost) {
 }
 
 }  // namespace
+
+bool contiguous_index(const Expr& index, const te::VarNode* j) {
+  const auto* add = index.as<te::BinaryNode>();
+  return index.get() == j || (add != nullptr && add->op == te::BinaryOp::add && add->b.get() == j && !depends_on(add->a, j));
+}
 
 bool depends_on(const Expr& e, const te::VarNode* var) {
   if (e.get() == var) return true;

@@ -49,6 +49,10 @@ struct DotProductStage {
 /// or power (which x86 has no vector instructions for).
 [[nodiscard]] bool has_vector_instructions(const te::BinaryNode& b);
 
+/// Whether `index` is lowering's row-major index with `j` last: `... * N +
+/// j`, or j (consecutive j, consecutive elements).
+[[nodiscard]] bool contiguous_index(const te::Expr& index, const te::VarNode* j);
+
 /// Whether `e` computes lane by lane for consecutive values of `j` with
 /// vector instructions: every load either reads along j contiguously (its
 /// last index j, no other depending on it) or not at all, j appears nowhere

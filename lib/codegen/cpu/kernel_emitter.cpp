@@ -204,6 +204,8 @@ struct Panel {
   std::int64_t step;  ///< floats a step of k spans (the panel's columns)
 };
 
+int emitted_size(const Expr& e, int limit);
+
 class FunctionEmitter {
  public:
   // `prologue`: the function that checks the bindings' buckets (a stage
@@ -253,8 +255,13 @@ class FunctionEmitter {
   }
 
   llvm::IRBuilder<>& builder() { return b_; }
-  // Reductions as explicit vectors of `lanes` floats (vector_reduce).
-  void vectorize_reductions(unsigned lanes) { reduce_lanes_ = lanes; }
+  // Reductions as explicit vectors of `lanes` floats (vector_reduce), and
+  // innermost loops along rows of bodies of at least `min_size` as vector
+  // loops (is_vector_row).
+  void vectorize_rows(unsigned lanes, int min_size) {
+    reduce_lanes_ = row_lanes_ = lanes;
+    row_min_size_ = min_size;
+  }
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
 
   llvm::Value* dim_of(int buffer, int d) {
@@ -365,6 +372,10 @@ class FunctionEmitter {
       with_arm(cut, false, b_.CreateICmpSLT(bound, hi), bound, hi);
       return;
     }
+    if (checks.empty() && is_vector_row(s)) {
+      vector_loop(s, row_lanes_, lo, hi);
+      return;
+    }
     for (const CheckedIndex& c : checks) check_index(*c.load, c.dim, expr(c.load->indices[c.dim]));
     checked_outside_.insert(checks.begin(), checks.end());
     loop(lo, hi, [&](llvm::Value* iv) {
@@ -373,6 +384,28 @@ class FunctionEmitter {
     });
     vars_.erase(var);
     for (const CheckedIndex& c : checks) checked_outside_.erase(c);
+  }
+
+  // Whether the innermost loop `s` (its body a store) is a row for a vector
+  // loop (with vector loops on), as a flat stage is (vector_loop_stage): its
+  // store's elements consecutive along its var, its value lane by lane
+  // along it (lane_wise_along), nothing in it that fails or is picked
+  // lazily (a lazy select's arms would both be computed), and a body of at
+  // least row_min_size_. LLVM's vectorizer took 8 lanes and left a row's
+  // last elements to a scalar loop (softmax's quotients over rows of 200:
+  // 8, an exp each).
+  bool is_vector_row(const Stmt& s) {
+    const te::VarNode* var = s.var.node();
+    const Stmt& store = *s.body;
+    if (row_lanes_ == 0 || vector_lanes_ != 0 || !contiguous_index(store.index, var) ||
+        !lane_wise_along(store.value, var, nullptr) || has_checked_op(store.value))
+      return false;
+    bool lazy = false;
+    for_each_always_evaluated(store.value, decided_, [&](const Expr& e) {
+      const auto* sel = e.as<te::SelectNode>();
+      lazy = lazy || (sel && is_lazy(*sel) && !decided_.contains(sel));
+    });
+    return !lazy && emitted_size(store.value, row_min_size_) >= row_min_size_;
   }
 
   // Fails unless index `i` of checked load `l`'s dim `d` lies in its extent.
@@ -431,8 +464,17 @@ class FunctionEmitter {
   //   latch:  next = iv + lanes; rest = end - next
   //           rest >= lanes: body with all lanes; rest > 0: body with the
   //           lanes below rest; else done
+  //
+  // The loop may be the innermost of a nest (vector_row_loop): its store
+  // then goes to the element of its row (the index at var = 0) plus iv.
   void vector_loop(const Stmt& loop, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
     const Stmt& store = *loop.body;
+    llvm::Value* row = b_.getInt64(0);
+    if (store.index.get() != loop.var.get()) {
+      vars_[loop.var.node()] = b_.getInt64(0);
+      row = expr(store.index);
+      vars_.erase(loop.var.node());
+    }
     llvm::Value* step = b_.getInt64(lanes);
     llvm::Type* mask_type = llvm::FixedVectorType::get(b_.getInt1Ty(), lanes);
     llvm::Value* all = llvm::Constant::getAllOnesValue(mask_type);
@@ -459,7 +501,9 @@ class FunctionEmitter {
     llvm::Value* value = expr(store.value);
     const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(store.buffer)].tensor.dtype();
     llvm::Value* memory = to_memory(value, dtype);
-    annotate(b_.CreateMaskedStore(memory, element_ptr(store.buffer, iv), element_align(dtype), mask), store.buffer);
+    annotate(b_.CreateMaskedStore(memory, element_ptr(store.buffer, b_.CreateAdd(row, iv, "", true, true)),
+                                  element_align(dtype), mask),
+             store.buffer);
     vector_lanes_ = 0;
     vector_var_ = nullptr;
     vector_iv_ = vector_mask_ = nullptr;
@@ -2241,6 +2285,10 @@ class FunctionEmitter {
   // Lanes of a float vector in a reduction's vector loop (vector_reduce);
   // 0: reductions are scalar loops for LLVM's vectorizer.
   unsigned reduce_lanes_ = 0;
+  // Lanes and least body of an innermost loop along a row as a vector loop
+  // (is_vector_row); 0: such loops are for LLVM's vectorizer.
+  unsigned row_lanes_ = 0;
+  int row_min_size_ = 0;
   // Accumulators (vectors an iteration) of vector_reduce's main loop.
   static constexpr int kReduceVectors = 4;
   unsigned vector_lanes_ = 0;
@@ -2459,7 +2507,7 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   const Stmt* vector = options.vector_loops && !dot && !op
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
-  if (options.vector_loops) e.vectorize_reductions(options.vector_bits / 32);
+  if (options.vector_loops) e.vectorize_rows(options.vector_bits / 32, options.vector_loop_min_size);
   if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
