@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include <unordered_set>
 
@@ -357,6 +359,30 @@ class Lowering {
     return true;
   }
 
+  // The constant d by which `body` divides axis `j` (of constant extent,
+  // a multiple of d): every floordiv(j, d) and floormod(j, d) in it has
+  // the same d, from a vector's floats (kSplitMinDivisor) up, and there is
+  // one; else nullopt.
+  static constexpr std::int64_t kSplitMinDivisor = 16;
+  static std::optional<std::int64_t> split_divisor(const Expr& body, const te::Var& j, const Expr& extent) {
+    const std::optional<std::int64_t> n = te::as_int(extent);
+    std::optional<std::int64_t> divisor;
+    bool one = true;
+    const std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (const auto* b = e.as<te::BinaryNode>();
+          b && (b->op == te::BinaryOp::floordiv || b->op == te::BinaryOp::floormod) && b->a.get() == j.get()) {
+        const std::optional<std::int64_t> d = te::as_int(b->b);
+        one = one && d && (!divisor || *divisor == *d);
+        if (d) divisor = *d;
+      }
+      te::for_each_child(e, walk);
+    };
+    walk(body);
+    if (!n || !divisor || !one || *divisor < kSplitMinDivisor || *divisor >= *n || *n % *divisor != 0)
+      return std::nullopt;
+    return divisor;
+  }
+
   void lower_stage(const te::Tensor& t) {
     const int b = kernel_.buffer_of.at(t.get());
     const te::Tensor& buffer = kernel_.buffers[static_cast<std::size_t>(b)].tensor;
@@ -390,11 +416,37 @@ class Lowering {
       std::unordered_map<const te::VarNode*, Expr> unit;
       while (first + 1 < shape.size() && te::as_int(shape[first]) == 1) unit[t->axes[first++].node()] = Expr(std::int64_t{0});
       const std::vector<Expr> index = te::as_indices(t->axes);
-      StmtRef nest = make_store(b, substitute(te::ravel(index, shape), unit), substitute(body, unit));
+      const std::size_t last = shape.size() - 1;
+      const std::optional<std::int64_t> divisor = last > first ? split_divisor(body, t->axes[last], shape[last]) : std::nullopt;
+      StmtRef nest;
+      if (divisor) {
+        // The innermost axis j as j_outer · divisor + j_inner: what read
+        // floordiv(j, divisor) and floormod(j, divisor) (a reshape's
+        // unravelling: attention's heads put back in rows, [12, n, 64] ->
+        // [n, 768]) reads j_outer and j_inner, its rows contiguous along
+        // j_inner. 
+        const te::Var outer(t->axes[last].name() + "_outer");
+        const te::Var inner(t->axes[last].name() + "_inner");
+        const Expr k(*divisor);
+        std::unordered_map<const te::VarNode*, Expr> split = unit;
+        split[t->axes[last].node()] = outer * k + inner;
+        VarBounds inside = bounds;
+        inside[outer.node()] = *te::as_int(shape[last]) / *divisor - 1;
+        inside[inner.node()] = *divisor - 1;
+        std::vector<Expr> rows(index.begin(), index.end() - 1);
+        const std::vector<Expr> row_shape(shape.begin(), shape.end() - 1);
+        const Expr row = substitute(te::ravel(rows, row_shape), unit) * shape[last];
+        nest = make_store(b, row + outer * k + inner, simplify_load_indices(substitute(body, split), inside));
+        nest = make_loop(inner, k, ForKind::vectorized, std::move(nest));
+        nest = make_loop(outer, Expr(*te::as_int(shape[last]) / *divisor), ForKind::serial, std::move(nest));
+      } else {
+        nest = make_store(b, substitute(te::ravel(index, shape), unit), substitute(body, unit));
+      }
       for (std::size_t d = shape.size(); d-- > first;) {
+        if (divisor && d == last) continue;
         const ForKind kind = d == first ? ForKind::parallel
-                             : d + 1 == shape.size() ? ForKind::vectorized
-                                                     : ForKind::serial;
+                             : d == last ? ForKind::vectorized
+                                         : ForKind::serial;
         nest = make_loop(t->axes[d], shape[d], kind, std::move(nest));
       }
       stage.body = std::move(nest);

@@ -117,5 +117,34 @@ TEST_CASE("simplify_index: BERT's heads copy without a division", "[jit]") {
   CHECK(ir.find("floormod") == std::string::npos);
 }
 
+TEST_CASE("lowering: heads put back into rows copy along rows of a head, without a division", "[jit]") {
+  // [12, n, 64] -> transpose (1, 0, 2) -> reshape [n, 768], as BERT's
+  // attention output: the row's axis splits into its head and its place in
+  // it (what floordiv and floormod by 64 read), and the copy reads each
+  // head's row contiguously; against the elements moved by hand.
+  te::SymbolTable symbols;
+  const ir::Type x = ir::tensor_type({12, ir::Dim("n"), 64}, DType::f32);
+  const std::vector<te::Tensor> in{te::placeholder_for(*x.as<ir::TensorTypeNode>(), "x", symbols)};
+  const te::Tensor moved = ops::transpose().compute(in, {{"axes", std::vector<std::int64_t>{1, 0, 2}}})[0];
+  const std::vector<te::Tensor> out = ops::reshape().compute({&moved, 1}, {{"newshape", std::vector<std::int64_t>{0, 768}}});
+  const std::string ir = codegen::cpu_kernel_ir("rows", in, out);
+  INFO(ir);
+  CHECK(ir.find("floordiv") == std::string::npos);
+  CHECK(ir.find("floormod") == std::string::npos);
+  const Ref<Kernel> kernel = codegen::compile_cpu_kernel("rows", in, out);
+  for (const std::int64_t n : {1, 5, 37}) {
+    std::vector<float> values(static_cast<std::size_t>(12 * n * 64));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    const Tensor input = Tensor::from_data<float>({12, n, 64}, std::span<const float>(values));
+    Tensor rows = Tensor::empty({n, 768}, DType::f32);
+    kernel->run(std::vector<Tensor>{input}, std::vector<Tensor>{rows});
+    bool same = true;
+    for (std::int64_t r = 0; r < n; ++r)
+      for (std::int64_t c = 0; c < 768; ++c)
+        same = same && rows.data<float>()[r * 768 + c] == values[static_cast<std::size_t>(((c / 64) * n + r) * 64 + c % 64)];
+    CHECK(same);
+  }
+}
+
 }  // namespace
 }  // namespace nimble
