@@ -262,7 +262,7 @@ class FunctionEmitter {
   // innermost loops along rows of bodies of at least `min_size` as vector
   // loops (is_vector_row).
   void vectorize_rows(unsigned lanes, int min_size) {
-    reduce_lanes_ = row_lanes_ = lanes;
+    row_lanes_ = lanes;
     row_min_size_ = min_size;
   }
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
@@ -468,7 +468,7 @@ class FunctionEmitter {
   //           rest >= lanes: body with all lanes; rest > 0: body with the
   //           lanes below rest; else done
   //
-  // The loop may be the innermost of a nest (vector_row_loop): its store
+  // The loop may be the innermost of a nest (is_vector_row): its store
   // then goes to the element of its row (the index at var = 0) plus iv.
   void vector_loop(const Stmt& loop, unsigned lanes, llvm::Value* begin, llvm::Value* end) {
     const Stmt& store = *loop.body;
@@ -983,13 +983,13 @@ class FunctionEmitter {
   // Null where the reduction does not qualify.
   llvm::Value* vector_reduce(const te::ReduceNode& r) {
     const DType dtype = r.source.dtype();
-    if (reduce_lanes_ == 0 || vector_lanes_ != 0 || r.axes.size() != 1 || r.reduce_kind == te::ReduceKind::argmax ||
+    if (row_lanes_ == 0 || vector_lanes_ != 0 || r.axes.size() != 1 || r.reduce_kind == te::ReduceKind::argmax ||
         !is_floating(dtype))
       return nullptr;
     const te::VarNode* var = r.axes[0].var.node();
     if (!lane_wise_along(r.source, var, nullptr) || has_checked_op(r.source)) return nullptr;
     llvm::Type* scalar = compute_type(c_, dtype);
-    const unsigned lanes = scalar->isDoubleTy() ? reduce_lanes_ / 2 : reduce_lanes_;
+    const unsigned lanes = scalar->isDoubleTy() ? row_lanes_ / 2 : row_lanes_;
     llvm::Type* type = llvm::FixedVectorType::get(scalar, lanes);
     const double identity = r.reduce_kind == te::ReduceKind::sum   ? -0.0
                             : r.reduce_kind == te::ReduceKind::max ? -std::numeric_limits<double>::infinity()
@@ -1669,12 +1669,12 @@ class FunctionEmitter {
   // had not just used); so the next block comes in while this one is
   // computed. Every row tile fetches one row of each tile, the k-th row
   // tile row k mod nr, and with many row tiles only a part of it (BERT's
-  // [64, 768] x [3072, 768]^T with its weight in no cache: 2.66 -> 2.45 ms,
-  // W3 at 64 tokens 100 -> 92 ms). A stage without a row loop (a matrix-vector product,
-  // W1's and W2's steps) fetches nothing: its weights stay in L2 or L3
-  // between calls, and the prefetches cost W2 5-10%. Prefetches never
-  // fault: the indices are kept in their extents only not to fetch lines
-  // nothing reads.
+  // [64, 768] x [3072, 768]^T with its weight in no cache: 2.66 -> 2.45
+  // ms, W3 at 64 tokens 100 -> 92 ms). A stage without a row loop (a
+  // matrix-vector product, W1's and W2's steps) fetches nothing: its
+  // weights stay in L2 or L3 between calls, and the prefetches cost W2
+  // 5-10%. Prefetches never fault: the indices are kept in their extents
+  // only not to fetch lines nothing reads.
   static constexpr unsigned kMaxAheadShift = 2;
   std::vector<llvm::Value*> next_block_rows(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc) {
     const DotProductStage& d = *dot_;
@@ -2339,20 +2339,19 @@ class FunctionEmitter {
   };
   PackedTile packed_;
   llvm::FixedVectorType* vector_ = nullptr;
-  // While emitting a vector loop's body: its lanes (0 otherwise), its iv
-  // (the first element of the vector) and the mask of its lanes in range.
   // How far a dot tile's prefetch of the next block lags its steps of k
   // (next_block_rows): one line every 2^ahead_shift_ steps.
   llvm::Value* ahead_shift_ = nullptr;
-  // Lanes of a float vector in a reduction's vector loop (vector_reduce);
-  // 0: reductions are scalar loops for LLVM's vectorizer.
-  unsigned reduce_lanes_ = 0;
-  // Lanes and least body of an innermost loop along a row as a vector loop
-  // (is_vector_row); 0: such loops are for LLVM's vectorizer.
+  // Lanes of a float vector along a row (vectorize_rows): a reduction's
+  // (vector_reduce) and an innermost loop's with a body of at least
+  // row_min_size_ (is_vector_row); 0: both are scalar loops for LLVM's
+  // vectorizer.
   unsigned row_lanes_ = 0;
   int row_min_size_ = 0;
   // Accumulators (vectors an iteration) of vector_reduce's main loop.
   static constexpr int kReduceVectors = 4;
+  // While emitting a vector loop's body: its lanes (0 otherwise), its iv
+  // (the first element of the vector) and the mask of its lanes in range.
   unsigned vector_lanes_ = 0;
   const te::VarNode* vector_var_ = nullptr;
   llvm::Value* vector_iv_ = nullptr;
