@@ -424,7 +424,7 @@ class Lowering {
         // floordiv(j, divisor) and floormod(j, divisor) (a reshape's
         // unravelling: attention's heads put back in rows, [12, n, 64] ->
         // [n, 768]) reads j_outer and j_inner, its rows contiguous along
-        // j_inner. 
+        // j_inner.
         const te::Var outer(t->axes[last].name() + "_outer");
         const te::Var inner(t->axes[last].name() + "_inner");
         const Expr k(*divisor);

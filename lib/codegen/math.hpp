@@ -10,8 +10,9 @@
 //
 // The generated code calls no function: it uses plain arithmetic, bitcasts,
 // integer and/or/shifts, and only the intrinsics llvm.fma, fabs, floor, trunc,
-// sqrt, minnum, maxnum and copysign, which lower inline on x86-64 with
-// AVX2+FMA (without FMA hardware llvm.fma becomes a libm call) and on NVPTX.
+// sqrt and copysign, which lower inline on x86-64 with AVX2+FMA (without FMA
+// hardware llvm.fma becomes a libm call) and on NVPTX; in a module flagged
+// kX86Avx512Flag, 512-bit vectors also use AVX-512's vscalefps/pd.
 //
 // Assumptions. Fast-math flags set on the builder are ignored (cleared while
 // an emitter runs), and the function must not carry unsafe-fp-math or
@@ -50,6 +51,11 @@ class Value;
 }  // namespace llvm
 
 namespace nimble::codegen {
+
+/// A module flag (any value) saying the module is for x86 with AVX-512: the
+/// emitters may then use its instructions on 512-bit vectors (the CPU
+/// emitter sets it with CpuEmitOptions::x86_avx512).
+inline constexpr const char* kX86Avx512Flag = "nimble.x86-avx512";
 
 /// e^x. exp(-inf) = +0, exp(+inf) = +inf, overflow gives +inf, results below
 /// the normal range are denormal (one rounding) or +0.

@@ -2604,6 +2604,7 @@ EmittedKernel emit_cpu_kernel(const KernelIR& kernel, llvm::LLVMContext& context
       if (j != k) others.push_back(scopes[j]);
     state.noalias.push_back(llvm::MDNode::get(context, others));
   }
+  if (options.x86_avx512) m.addModuleFlag(llvm::Module::Warning, kX86Avx512Flag, 1);
   llvm::Type* ptr = llvm::PointerType::getUnqual(context);
   llvm::Type* i64 = llvm::Type::getInt64Ty(context);
   out.prologue = symbol_prefix + "_prologue";

@@ -75,13 +75,17 @@ struct CpuEmitOptions {
   /// hides the loop's (sigmoid on 16384 floats: 8.3 -> 6.5 us). 0: every
   /// flat element-wise stage (tests).
   int vector_loop_min_size = 24;
+  /// The target is x86 with AVX-512: the math expansions of 512-bit vectors
+  /// may use its instructions (math.hpp's kX86Avx512Flag).
+  bool x86_avx512 = false;
 
-  /// The options for a CPU whose vector registers are `vector_bits` wide:
+  /// The options for an x86 CPU whose vector registers are `vector_bits`
+  /// wide (512: AVX-512):
   /// vector loops from AVX-512 up, where masked loads and stores cost what
   /// plain ones do (below it, AVX's masked stores are slow on some CPUs:
   /// LLVM's vectorizer and its scalar remainder stay).
   [[nodiscard]] static CpuEmitOptions for_vector_bits(unsigned bits) {
-    return {.vector_bits = bits, .register_tiles = true, .vector_loops = bits >= 512};
+    return {.vector_bits = bits, .register_tiles = true, .vector_loops = bits >= 512, .x86_avx512 = bits >= 512};
   }
 };
 
