@@ -2059,31 +2059,32 @@ class FunctionEmitter {
   }
 
   // A tile's rows of its row operand `a` (f32, along `row` and `k`), read
-  // one element a row at each step of k: the first row's addressed from its
-  // index, each next from the one before by a stride worked out once (a
-  // row's index less the row before's), as loop strength reduction would
-  // address them (the JIT runs without it). With every row's address
-  // independent, instruction selection hoisted all eight broadcasts of a
-  // step above its FMAs and an 8 × 3 tile's sums spilled (SGEMM 1008 at 126
-  // GFLOP/s; 151 this way).
+  // one element a row at each step of k: each row from a base worked out
+  // before the k loop (the first row's element at its first step, each
+  // next row's a stride on: a row's index less the row before's, a
+  // constant where the dims after the row's are static), at the step's
+  // offset. A constant stride makes the rows' addresses displacements from
+  // the first's; a stride in a register, eight bases, an index each. Two
+  // other forms cost: each row's address from its own index at each step
+  // (instruction selection hoisted all eight broadcasts of a step above
+  // its FMAs and an 8 × 3 tile's sums spilled: SGEMM 1008 at 126 GFLOP/s),
+  // and each row's address at each step from the row before's by the
+  // stride (seven LEAs a step sharing the FMAs' ports: [200, 768] x [3072,
+  // 768]^T 6.07-6.23 ms, 5.72-5.92 with displacements; SGEMM 1008
+  // 140-153 GFLOP/s, 141-156 with bases).
   struct RowWalk {
     const te::LoadNode* a = nullptr;
-    const te::VarNode* row = nullptr;
-    const te::VarNode* k = nullptr;
-    llvm::Value* i0 = nullptr;
-    llvm::Value* stride = nullptr;
-    int rows = 0;
+    std::vector<llvm::Value*> bases;  // each row's element at k_begin
+    llvm::Value* k_begin = nullptr;
+    llvm::Value* k_stride = nullptr;  // a's index's step along k
 
     // The rows' elements at step k (its index in a), in order.
     std::vector<llvm::Value*> step(FunctionEmitter& e, llvm::Value* at_k) const {
       const int buffer = e.buffer_of(a->tensor);
-      e.vars_[row] = i0;
-      e.vars_[k] = at_k;
-      llvm::Value* p = e.element_ptr(buffer, e.flat_index(*a));
+      llvm::Value* offset = e.b_.CreateMul(e.b_.CreateSub(at_k, k_begin), k_stride);
       std::vector<llvm::Value*> elements;
-      for (int r = 0; r < rows; ++r) {
-        if (r > 0) p = e.b_.CreateGEP(e.b_.getFloatTy(), p, stride);
-        llvm::LoadInst* x = e.b_.CreateLoad(e.b_.getFloatTy(), p);
+      for (llvm::Value* base : bases) {
+        llvm::LoadInst* x = e.b_.CreateLoad(e.b_.getFloatTy(), e.b_.CreateGEP(e.b_.getFloatTy(), base, offset));
         e.annotate(x, buffer);
         elements.push_back(x);
       }
@@ -2096,25 +2097,35 @@ class FunctionEmitter {
     vars_[k] = k_begin;
     vars_[row] = i0;
     llvm::Value* first = flat_index(a);
-    vars_[row] = plus(i0, 1);
-    llvm::Value* stride = b_.CreateSub(flat_index(a), first);
-    if (llvm::Value* c = constant_row_stride(a, row)) stride = c;
-    return {.a = &a, .row = row, .k = k, .i0 = i0, .stride = stride, .rows = rows};
+    // The steps of a's index along the rows and along k (1 where k is its
+    // last dim; a transposed a's rows are its columns).
+    const auto stride_along = [&](const te::VarNode* var, llvm::Value* at) {
+      if (llvm::Value* c = constant_stride(a, var)) return c;
+      vars_[var] = plus(at, 1);
+      llvm::Value* next = flat_index(a);
+      vars_[var] = at;
+      return b_.CreateSub(next, first);
+    };
+    llvm::Value* stride = stride_along(row, i0);
+    RowWalk walk{.a = &a, .bases = {}, .k_begin = k_begin, .k_stride = stride_along(k, k_begin)};
+    llvm::Value* p = element_ptr(buffer_of(a.tensor), first);
+    for (int r = 0; r < rows; ++r) {
+      if (r > 0) p = b_.CreateGEP(b_.getFloatTy(), p, stride);
+      walk.bases.push_back(p);
+    }
+    vars_[row] = i0;
+    return walk;
   }
 
-  // a's index's step from a row to the next where the dims after the row's
-  // are static (BERT's [n, 768]): the builder folds it with every other var
-  // of the index at 0 (the walk takes the index as linear in the row).
-  // Constant, the rows' addresses are displacements from the first's, and
-  // the k loop does no address arithmetic: with the stride in a register,
-  // seven LEAs a step shared the FMAs' ports ([200, 768] x [3072, 768]^T
-  // 6.07-6.23 -> 5.72-5.92 ms in four alternated runs; W3 at 128 and 200
-  // tokens 4% faster).
-  llvm::Value* constant_row_stride(const te::LoadNode& a, const te::VarNode* row) {
+  // a's index's step from `var` to var + 1 where the dims after var's are
+  // static (BERT's [n, 768] along its rows): the builder folds it with
+  // every other var of the index at 0 (the walk takes the index as linear
+  // in its rows and in k).
+  llvm::Value* constant_stride(const te::LoadNode& a, const te::VarNode* var) {
     if (a.checked) return nullptr;
     std::unordered_map<const te::VarNode*, llvm::Value*> saved;
     const std::function<void(const Expr&)> zero = [&](const Expr& e) {
-      if (const auto* v = e.as<te::VarNode>(); v && v != row && !saved.contains(v)) {
+      if (const auto* v = e.as<te::VarNode>(); v && v != var && !saved.contains(v)) {
         const auto it = vars_.find(v);
         saved[v] = it == vars_.end() ? nullptr : it->second;
         vars_[v] = b_.getInt64(0);
@@ -2122,12 +2133,12 @@ class FunctionEmitter {
       te::for_each_child(e, zero);
     };
     for (const Expr& i : a.indices) zero(i);
-    llvm::Value* const row_was = vars_.at(row);
-    vars_[row] = b_.getInt64(1);
+    llvm::Value* const was = vars_.at(var);
+    vars_[var] = b_.getInt64(1);
     llvm::Value* next = flat_index(a);
-    vars_[row] = b_.getInt64(0);
+    vars_[var] = b_.getInt64(0);
     llvm::Value* stride = llvm::dyn_cast<llvm::ConstantInt>(b_.CreateSub(next, flat_index(a)));
-    vars_[row] = row_was;
+    vars_[var] = was;
     for (const auto& [v, value] : saved) {
       if (value) vars_[v] = value;
       else vars_.erase(v);
