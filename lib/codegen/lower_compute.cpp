@@ -431,14 +431,15 @@ class Lowering {
         std::unordered_map<const te::VarNode*, Expr> split = unit;
         split[t->axes[last].node()] = outer * k + inner;
         VarBounds inside = bounds;
-        inside[outer.node()] = *te::as_int(shape[last]) / *divisor - 1;
+        const std::int64_t parts = *te::as_int(shape[last]) / *divisor;
+        inside[outer.node()] = parts - 1;
         inside[inner.node()] = *divisor - 1;
         std::vector<Expr> rows(index.begin(), index.end() - 1);
         const std::vector<Expr> row_shape(shape.begin(), shape.end() - 1);
         const Expr row = substitute(te::ravel(rows, row_shape), unit) * shape[last];
         nest = make_store(b, row + outer * k + inner, simplify_load_indices(substitute(body, split), inside));
         nest = make_loop(inner, k, ForKind::vectorized, std::move(nest));
-        nest = make_loop(outer, Expr(*te::as_int(shape[last]) / *divisor), ForKind::serial, std::move(nest));
+        nest = make_loop(outer, Expr(parts), ForKind::serial, std::move(nest));
       } else {
         nest = make_store(b, substitute(te::ravel(index, shape), unit), substitute(body, unit));
       }

@@ -185,6 +185,25 @@ std::pair<Ref<Kernel>, Ref<Kernel>> with_and_without_vector_loops(const std::str
   return {std::move(vectors), codegen::compile_cpu_kernel_with(name, in, out, options)};
 }
 
+// dense over static shapes [rows, depth] x [cols, depth]^T + [cols]: its
+// kernel with `options`, random arguments in `values`, and the reference's
+// result.
+struct StaticDense {
+  Ref<Kernel> kernel;
+  std::vector<Tensor> args;
+  Value expected;
+};
+StaticDense static_dense(Rng& rng, std::int64_t rows, std::int64_t cols, std::int64_t depth,
+                         const codegen::CpuEmitOptions& options, const Range& values) {
+  SymbolicInputs input;
+  const std::vector<te::Tensor> in{input({rows, depth}, "x"), input({cols, depth}, "w"), input({cols}, "bias")};
+  StaticDense d{codegen::compile_cpu_kernel_with("dense", in, ops::dense().compute(in, {}), options), {}, {}};
+  d.args = {random_tensor(rng, {rows, depth}, DType::f32, values), random_tensor(rng, {cols, depth}, DType::f32, values),
+            random_tensor(rng, {cols}, DType::f32, values)};
+  d.expected = ops::dense().reference(std::vector<Value>(d.args.begin(), d.args.end()), {});
+  return d;
+}
+
 // How many stages of the kernel computing `out` from `in` `match` recognizes.
 template <class Match>
 int stages_matching(std::span<const te::Tensor> in, std::span<const te::Tensor> out, Match match) {
@@ -787,13 +806,9 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
     for (const std::int64_t cols : {32, 64, 96, 160}) {
       const std::int64_t rows = 101, depth = 300;
       INFO("vector bits " << bits << " static m " << rows << " n " << cols << " k " << depth);
+      const StaticDense fixed_dense = static_dense(rng, rows, cols, depth, options, values);
+      check(*fixed_dense.kernel, fixed_dense.args, fixed_dense.expected, depth);
       SymbolicInputs fixed;
-      const std::vector<te::Tensor> d_in{fixed({rows, depth}, "x"), fixed({cols, depth}, "w"), fixed({cols}, "bias")};
-      const Ref<Kernel> d_kernel = codegen::compile_cpu_kernel_with("dense", d_in, ops::dense().compute(d_in, {}), options);
-      const std::vector<Tensor> d_args{random_tensor(rng, {rows, depth}, DType::f32, values),
-                                       random_tensor(rng, {cols, depth}, DType::f32, values),
-                                       random_tensor(rng, {cols}, DType::f32, values)};
-      check(*d_kernel, d_args, ops::dense().reference(std::vector<Value>(d_args.begin(), d_args.end()), {}), depth);
       const std::vector<te::Tensor> m_in{fixed({rows, depth}, "a"), fixed({depth, cols}, "b")};
       const Ref<Kernel> m_kernel = codegen::compile_cpu_kernel_with("matmul", m_in, ops::matmul().compute(m_in, {}), options);
       const std::vector<Tensor> m_args{random_tensor(rng, {rows, depth}, DType::f32, values),
@@ -821,13 +836,7 @@ TEST_CASE("jit: a product's static sizes leave out the tiles they rule out, and 
     for (int trial = 0; trial < 20; ++trial) {
       const std::int64_t rows = ms[trial % 10], cols = ns[pick(rng, 0, 6)], depth = ks[pick(rng, 0, 5)];
       INFO("vector bits " << bits << " m " << rows << " n " << cols << " k " << depth);
-      SymbolicInputs input;
-      const std::vector<te::Tensor> in{input({rows, depth}, "x"), input({cols, depth}, "w"), input({cols}, "bias")};
-      const Ref<Kernel> kernel = codegen::compile_cpu_kernel_with("dense", in, ops::dense().compute(in, {}), options);
-      const std::vector<Tensor> args{random_tensor(rng, {rows, depth}, DType::f32, values),
-                                     random_tensor(rng, {cols, depth}, DType::f32, values),
-                                     random_tensor(rng, {cols}, DType::f32, values)};
-      const Value expected = ops::dense().reference(std::vector<Value>(args.begin(), args.end()), {});
+      const auto [kernel, args, expected] = static_dense(rng, rows, cols, depth, options, values);
       const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
       for (const int threads : {1, 2}) {
         INFO(threads << " threads");

@@ -1200,7 +1200,7 @@ class FunctionEmitter {
   // [100, 300] x [750, 300]^T 95 -> 138 (old and new alternated).
   void dot_packed(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end) {
     choose_packed_tile(expr(dot_->cols->extent));
-    packed_gemm(rows_begin, rows_end, cols_begin, cols_end, expr(dot_->sum->axes[0].extent), true, dot_->b,
+    packed_gemm(rows_begin, rows_end, cols_begin, cols_end, expr(dot_->sum->axes[0].extent), true, dot_,
                 [&](const Panel& panel, llvm::Value* j0, llvm::Value* left) { pack_transposed(panel, j0, left); },
                 [&](llvm::Value* i0, int mr, llvm::Value* j0, int nv, llvm::Value* left, const Panel& panel,
                     const KChunk& kc) { dot_packed_tile(i0, mr, j0, nv, left, panel, kc); });
@@ -1961,7 +1961,7 @@ class FunctionEmitter {
   // vectors wide as its columns fill (by_vectors).
   template <class Pack, class Tile>
   void packed_gemm(llvm::Value* rows_begin, llvm::Value* rows_end, llvm::Value* cols_begin, llvm::Value* cols_end,
-                   llvm::Value* k, bool one_step_at_least, const te::LoadNode* ahead_b, Pack&& pack, Tile&& tile) {
+                   llvm::Value* k, bool one_step_at_least, const DotProductStage* ahead, Pack&& pack, Tile&& tile) {
     const int mr = packed_rows(), nv = packed_vectors();
     const std::int64_t nr = nv * static_cast<std::int64_t>(tile_.lanes);
     const std::int64_t block_columns = kBlockFloats / (kPanelK * nr) * nr;
@@ -1990,7 +1990,7 @@ class FunctionEmitter {
         // first at the next steps; past the last, this one): each whole
         // tile prefetches one of its columns' 512 steps of k, its index
         // among the block's tiles modulo the columns, a line every 16 of
-        // its steps (ahead_b: dot_packed's b, its rows along k; a model's
+        // its steps (`ahead`: dot_packed's stage, b's rows along k; a model's
         // weights come from memory, and the pack waited for them). One
         // column a tile covers half a block at 200 rows, a third at 128:
         // [200, 768] x [3072, 768]^T with its weight in no cache 6.45 ->
@@ -1999,8 +1999,9 @@ class FunctionEmitter {
         llvm::Value* ahead_col = nullptr;
         llvm::Value* ahead_cols = nullptr;
         llvm::Value* ahead_k = nullptr;
-        llvm::Value* panels = b_.CreateSDiv(plus(b_.CreateSub(jc_end, jc), nr - 1), b_.getInt64(nr));
-        if (ahead_b) {
+        llvm::Value* panels = nullptr;
+        if (ahead) {
+          panels = b_.CreateSDiv(plus(b_.CreateSub(jc_end, jc), nr - 1), b_.getInt64(nr));
           llvm::Value* next_jc = plus(jc, block_columns);
           llvm::Value* same_k = b_.CreateICmpSLT(next_jc, cols_end);
           llvm::Value* more_k = b_.CreateICmpSLT(plus(pc, kPanelK), k);
@@ -2012,15 +2013,15 @@ class FunctionEmitter {
         const auto tiles_of = [&](llvm::Value* i0, int rows) {
           each_panel(jc, jc_end, nr, [&](llvm::Value* j0, llvm::Value* left) {
             Panel panel = panel_in(block, jc, j0, pc, k_size);
-            if (ahead_b && rows == mr) {
+            if (ahead && rows == mr) {
               llvm::Value* g = b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(b_.CreateSub(i0, rows_begin), b_.getInt64(mr)), panels),
                                             b_.CreateSDiv(b_.CreateSub(j0, jc), b_.getInt64(nr)));
-              const te::VarNode* col = dot_->cols->var.node();
-              const te::VarNode* kv = dot_->sum->axes[0].var.node();
+              const te::VarNode* col = ahead->cols->var.node();
+              const te::VarNode* kv = ahead->sum->axes[0].var.node();
               llvm::Value* const col_was = vars_.count(col) ? vars_.at(col) : nullptr;
               vars_[col] = b_.CreateAdd(ahead_col, b_.CreateSRem(g, ahead_cols));
               vars_[kv] = ahead_k;
-              panel.ahead = element_ptr(buffer_of(ahead_b->tensor), flat_index(*ahead_b));
+              panel.ahead = element_ptr(buffer_of(ahead->b->tensor), flat_index(*ahead->b));
               vars_.erase(kv);
               if (col_was) vars_[col] = col_was; else vars_.erase(col);
             }
