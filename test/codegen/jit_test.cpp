@@ -600,8 +600,10 @@ TEST_CASE("jit: matmul and batch_matmul with b not transposed run as register ti
   const std::int64_t ms[] = {0, 1, 5, 6, 7, 13, 61, 1000};
   const std::int64_t ns[] = {0, 1, 3, 4, 7, 8, 9, 16, 17, 33, 64, 100};
   const std::int64_t ks[] = {0, 1, 3, 64, 301, 530};
-  // Then, whatever the draws, many rows over several panels.
-  const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}, {1000, 33, 530}};
+  // Then, whatever the draws, many rows over several panels, and columns
+  // past a block of panels (384 columns: 8 panels of 3 vectors of 16, or 24
+  // of 2 vectors of 8), the last partial.
+  const std::int64_t fixed[][3] = {{1000, 64, 301}, {1000, 100, 64}, {1000, 33, 530}, {103, 401, 77}};
   for (std::size_t trial = 0; trial < 40 + std::size(fixed); ++trial) {
     const bool drawn = trial < 40;
     const std::int64_t rows = drawn ? ms[pick(rng, 0, 7)] : fixed[trial - 40][0];
@@ -758,7 +760,7 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
   Rng rng(31);
   const Range values{.lo = -1, .hi = 1, .specials = false};
   const std::int64_t ms[] = {24, 33, 97, 103, 130};
-  const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300};
+  const std::int64_t ns[] = {1, 16, 47, 48, 49, 100, 145, 300, 400};
   const std::int64_t ks[] = {0, 1, 15, 16, 17, 300, 512, 513, 1100};
   const ir::Dim m("m"), k("k"), n("n"), b("b");
   for (const unsigned bits : {host_vector_bits(), 256u}) {
@@ -788,7 +790,7 @@ TEST_CASE("jit: a product of many rows runs as outer products over b packed tran
       }
     };
     for (int trial = 0; trial < 16; ++trial) {
-      const std::int64_t rows = ms[trial % 5], cols = ns[pick(rng, 0, 7)], depth = ks[pick(rng, 0, 8)];
+      const std::int64_t rows = ms[trial % 5], cols = ns[pick(rng, 0, 8)], depth = ks[pick(rng, 0, 8)];
       INFO("vector bits " << bits << " m " << rows << " n " << cols << " k " << depth);
       const std::vector<Tensor> args{random_tensor(rng, {rows, depth}, DType::f32, values),
                                      random_tensor(rng, {cols, depth}, DType::f32, values),

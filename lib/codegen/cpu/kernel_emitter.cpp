@@ -2333,11 +2333,19 @@ class FunctionEmitter {
   // x [768, 3072]^T 144-149 -> 145-148, [128, 768] x [3072, 768]^T 135-136
   // -> 136-139 (384: between the two).
   static constexpr std::int64_t kPanelK = 512;
-  // A block of packed panels of b: 192 KiB (two panels of 48 columns with
-  // AVX-512) on the stack, in L2 while the tiles of rows pass over it.
-  // Three panels (288 KiB) ran alike; so did, in a C++ replica at 256 steps
-  // of k, blocks of 144 to 480 KiB.
-  static constexpr std::int64_t kBlockFloats = 48 * 1024;
+  // A block of packed panels of b: 768 KiB (eight panels of 48 columns with
+  // AVX-512) on the stack, in L2 (2 MiB here) while the tiles of rows pass
+  // over it. A tile's rows of a come from L3 where a's rows of one block of
+  // k are more than L2 holds (SGEMM 1024: 2 MiB) and are then read from L1
+  // for each panel of the block: the more panels, the fewer times a comes
+  // from L3. On a Xeon with two 512-bit FMA ports (the replica's 8 x 3 tile
+  // at 189 GFLOP/s over a in L2, 165-175 over a in L3), two panels against
+  // four and eight, alternated: SGEMM 1024 13.6 -> 12.9 / 12.2 ms, 2048
+  // 107-110 -> 100-104 / 98-100 ms, BERT's [128, 768] x [768, 768]^T 1.03
+  // -> 0.94 / 0.97 ms; W3 alike. (Where one FMA port was the limit, three
+  // panels ran as two.) Within the stacks threads get by default (8 MiB,
+  // oneTBB's workers 4 MiB).
+  static constexpr std::int64_t kBlockFloats = 192 * 1024;
   // Rows below which copying all of b into panels costs more than it saves
   // (four tiles of six rows; measured on BERT's shapes: at 16 rows it lost,
   // at 24 and more it won).
