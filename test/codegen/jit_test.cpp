@@ -861,27 +861,28 @@ TEST_CASE("jit: a product whose rows of b cross cache lines reads them by groups
   // rows' vector boundary, its first step masked below the row and its
   // last past it. Columns around the groups (a group of tiles, one more,
   // one fewer), k in one chunk of 1024 and in several; scaled by a [n]
-  // tensor, so that the epilogue stores column by column. At both vector
-  // widths, on one thread and two (the columns split in whole tiles, not
-  // groups). The outputs start as NaN: a column left out shows.
+  // tensor, lane-wise along a row, so that each row of a group of tiles
+  // leaves as one vector over the group's columns. Then rows known only at
+  // run time (-1: a kernel for any number, run at 1, 5, 6, 9 and 19 rows):
+  // whole tiles of 4 and the rows past them in a tile of 3 that stores only
+  // the rows there are. At both vector widths, on one thread and two (the
+  // columns split in whole tiles, not groups). The outputs start as NaN: a
+  // column or row left out shows.
   Rng rng(23);
   const Range values{.lo = -1, .hi = 1, .specials = false};
   const std::int64_t ns[] = {1, 3, 5, 15, 16, 17, 31, 33, 65, 750};
   const std::int64_t ks[] = {7, 17, 150, 300, 1030, 2049};
+  const ir::Dim m("m");
   for (const unsigned bits : {host_vector_bits(), 256u}) {
     const codegen::CpuEmitOptions options = codegen::CpuEmitOptions::for_vector_bits(bits);
     for (const std::int64_t depth : ks)
-      for (const std::int64_t rows : {0, 2, 3, 7}) {
+      for (const std::int64_t kernel_rows : {0, 2, 3, 7, -1}) {
         const std::int64_t cols = ns[pick(rng, 0, 9)];
-        INFO("vector bits " << bits << " m " << rows << " n " << cols << " k " << depth);
-        // The output's shape, and x's without its last dim: none without rows.
-        const std::vector<std::int64_t> out_shape = rows == 0 ? std::vector<std::int64_t>{cols}
-                                                              : std::vector<std::int64_t>{rows, cols};
-        const std::vector<std::int64_t> x_shape = rows == 0 ? std::vector<std::int64_t>{depth}
-                                                            : std::vector<std::int64_t>{rows, depth};
         SymbolicInputs input;
-        const std::vector<te::Tensor> dense_in{rows == 0 ? input({depth}, "x") : input({rows, depth}, "x"),
-                                               input({cols, depth}, "w"), input({cols}, "bias")};
+        const te::Tensor x = kernel_rows < 0   ? input({m, depth}, "x")
+                             : kernel_rows == 0 ? input({depth}, "x")
+                                                : input({kernel_rows, depth}, "x");
+        const std::vector<te::Tensor> dense_in{x, input({cols, depth}, "w"), input({cols}, "bias")};
         std::vector<te::Tensor> in = dense_in;
         in.push_back(input({cols}, "scale"));
         const std::vector<te::Tensor> out =
@@ -890,21 +891,31 @@ TEST_CASE("jit: a product whose rows of b cross cache lines reads them by groups
         REQUIRE(ir.stages.size() == 1);
         const std::optional<codegen::DotProductStage> dot = codegen::match_dot_product(ir, ir.stages[0]);
         REQUIRE(dot);
-        CHECK((dot->rows == nullptr) == (rows == 0));
+        CHECK((dot->rows == nullptr) == (kernel_rows == 0));
         const Ref<Kernel> kernel = codegen::compile_cpu_kernel_with("dense_mul", in, out, options);
-        const std::vector<Tensor> args{random_tensor(rng, x_shape, DType::f32, values),
-                                       random_tensor(rng, {cols, depth}, DType::f32, values),
-                                       random_tensor(rng, {cols}, DType::f32, values),
-                                       random_tensor(rng, {cols}, DType::f32, values)};
-        const Value dense = ops::dense().reference(std::vector<Value>(args.begin(), args.begin() + 3), {});
-        const Value expected = ops::mul().reference(std::vector<Value>{dense, args[3]}, {});
-        const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
-        for (const int threads : {1, 2}) {
-          INFO(threads << " threads");
-          Tensor result = Tensor::full(Shape(out_shape), std::nan(""), DType::f32);
-          set_num_threads(threads);
-          kernel->run(args, std::vector<Tensor>{result});
-          CHECK_THAT(result, IsCloseTo(expected.tensor(), tolerance));
+        for (const std::int64_t rows : kernel_rows >= 0 ? std::vector<std::int64_t>{kernel_rows}
+                                                        : std::vector<std::int64_t>{1, 5, 6, 9, 19}) {
+          INFO("vector bits " << bits << " m " << rows << (kernel_rows < 0 ? " (any)" : "") << " n " << cols
+                              << " k " << depth);
+          // The output's shape, and x's without its last dim: none without rows.
+          const std::vector<std::int64_t> out_shape = rows == 0 ? std::vector<std::int64_t>{cols}
+                                                                : std::vector<std::int64_t>{rows, cols};
+          const std::vector<std::int64_t> x_shape = rows == 0 ? std::vector<std::int64_t>{depth}
+                                                              : std::vector<std::int64_t>{rows, depth};
+          const std::vector<Tensor> args{random_tensor(rng, x_shape, DType::f32, values),
+                                         random_tensor(rng, {cols, depth}, DType::f32, values),
+                                         random_tensor(rng, {cols}, DType::f32, values),
+                                         random_tensor(rng, {cols}, DType::f32, values)};
+          const Value dense = ops::dense().reference(std::vector<Value>(args.begin(), args.begin() + 3), {});
+          const Value expected = ops::mul().reference(std::vector<Value>{dense, args[3]}, {});
+          const Tolerance tolerance{.rtol = 1e-5, .atol = 1e-6 * static_cast<double>(depth + 1)};
+          for (const int threads : {1, 2}) {
+            INFO(threads << " threads");
+            Tensor result = Tensor::full(Shape(out_shape), std::nan(""), DType::f32);
+            set_num_threads(threads);
+            kernel->run(args, std::vector<Tensor>{result});
+            CHECK_THAT(result, IsCloseTo(expected.tensor(), tolerance));
+          }
         }
       }
   }

@@ -1503,12 +1503,55 @@ class FunctionEmitter {
     // W2 at 8 leaves 0.128 -> 0.100 ms in one sitting).
     if (const int s = column_step_; s > 1)
       jc = stepped_loop(jc, jend, b_.getInt64(s * tile_.cols), true, [&](llvm::Value* j0) {
+        // Where the epilogue is lane-wise along a row, the s tiles' sums
+        // leave as one vector a row over their s · nr adjacent columns,
+        // not one scalar epilogue and store each (half of W2's [19, 300] x
+        // [450, 300]^T went outside the tiles' loops so).
+        const bool rows_as_vectors = dot_->row_vectors;
+        std::vector<std::vector<llvm::Value*>> sums(static_cast<std::size_t>(s));
         for (int g = 0; g < s; ++g)
-          dot_tile(i, mr, b_.CreateAdd(j0, b_.getInt64(g), "", true, true), tile_.cols, kc, last_row, s);
+          dot_tile(i, mr, b_.CreateAdd(j0, b_.getInt64(g), "", true, true), tile_.cols, kc, last_row, s,
+                   rows_as_vectors ? &sums[static_cast<std::size_t>(g)] : nullptr);
+        if (rows_as_vectors) store_column_groups(i, mr, j0, sums, kc, last_row);
       });
     llvm::Value* j = stepped_loop(jc, jend, b_.getInt64(tile_.cols), true,
                                   [&](llvm::Value* j0) { dot_tile(i, mr, j0, tile_.cols, kc, last_row); });
     if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc, last_row); });
+  }
+
+  // Rows i.. (mr of them) of the tiles of one column group (dot_row_tile):
+  // sums[g][r · nr + c] is row i + r's sum at column j0 + g + s · c, so that
+  // row's s · nr columns from j0 are adjacent — one vector through the
+  // epilogue and one store (rows past last_row stored nowhere).
+  void store_column_groups(llvm::Value* i, int mr, llvm::Value* j0, const std::vector<std::vector<llvm::Value*>>& sums,
+                           const KChunk& kc, llvm::Value* last_row) {
+    const DotProductStage& d = *dot_;
+    const te::VarNode* row = d.rows ? d.rows->var.node() : nullptr;
+    const te::VarNode* col = d.cols->var.node();
+    const auto s = static_cast<int>(sums.size());
+    const int nr = tile_.cols, n = s * nr;
+    for (int r = 0; r < mr; ++r) {
+      llvm::BasicBlock* next = nullptr;
+      if (last_row && r > 0) {
+        llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.row", fn_);
+        next = llvm::BasicBlock::Create(c_, "tile.row.done", fn_);
+        b_.CreateCondBr(b_.CreateICmpSLE(plus(i, r), last_row), yes, next);
+        b_.SetInsertPoint(yes);
+      }
+      if (row) vars_[row] = plus(i, r);
+      vars_[col] = j0;
+      llvm::Value* row_sums = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n)));
+      for (int t = 0; t < n; ++t)
+        row_sums = b_.CreateInsertElement(
+            row_sums, sums[static_cast<std::size_t>(t % s)][static_cast<std::size_t>(r * nr + t / s)], t);
+      store_tile_row(row_sums, j0, static_cast<unsigned>(n), kc);
+      if (next) {
+        b_.CreateBr(next);
+        b_.SetInsertPoint(next);
+      }
+    }
+    if (row) vars_.erase(row);
+    vars_.erase(col);
   }
 
   // Whether a tile of mr rows from i reads b's rows in aligned vectors:
@@ -1538,7 +1581,7 @@ class FunctionEmitter {
   // for the last 2 or 3 rows of a product whose rows are known at run time
   // only). The tile's columns are j, j + col_step, ... (dot_row_tile).
   void dot_tile(llvm::Value* i, int mr, llvm::Value* j, int nr, const KChunk& kc, llvm::Value* last_row = nullptr,
-                int col_step = 1) {
+                int col_step = 1, std::vector<llvm::Value*>* sums_out = nullptr) {
     llvm::Value* k = kc.size;
     const DotProductStage& d = *dot_;
     const te::VarNode* kv = d.sum->axes[0].var.node();
@@ -1630,6 +1673,13 @@ class FunctionEmitter {
     std::vector<llvm::Value*> sums;
     for (llvm::AllocaInst* a : acc) sums.push_back(b_.CreateLoad(vector_, a));
     sums = lane_sums(std::move(sums));
+    if (sums_out) {
+      *sums_out = std::move(sums);
+      vars_.erase(kv);
+      if (row) vars_.erase(row);
+      vars_.erase(col);
+      return;
+    }
     if (nr > 1 && d.row_vectors && col_step == 1) {
       for (int r = 0; r < mr; ++r)
         store_row(r, [&] {
@@ -1964,9 +2014,23 @@ class FunctionEmitter {
                    llvm::Value* k, bool one_step_at_least, const DotProductStage* ahead, Pack&& pack, Tile&& tile) {
     const int mr = packed_rows(), nv = packed_vectors();
     const std::int64_t nr = nv * static_cast<std::int64_t>(tile_.lanes);
-    const std::int64_t block_columns = kBlockFloats / (kPanelK * nr) * nr;
-    llvm::AllocaInst* block = local(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
+    // The block lives on the stack while this product runs, not in the
+    // stage's frame: a stage's other paths (dot tiles) keep their spills
+    // near their caller's frame, not past 768 KiB of it (W2's few-row
+    // products 7.1 -> 7.8 us a call when the frame held the block).
+    llvm::Value* const stack = b_.CreateStackSave();
+    llvm::AllocaInst* block = b_.CreateAlloca(llvm::ArrayType::get(b_.getFloatTy(), static_cast<std::uint64_t>(kBlockFloats)));
     block->setAlignment(llvm::Align(64));
+    // The whole block where a's rows over one block of k are many
+    // (kLargeBlockMinA), else a quarter of it: a's rows then stay in L2
+    // whatever the block, and a smaller block leaves more of L2 to what the
+    // program reads next (W2's products of 32 and 50 rows, whose weights
+    // are read again by the next level: 5-7% slower with the whole block).
+    llvm::Value* a_floats = b_.CreateMul(b_.CreateSub(rows_end, rows_begin),
+                                         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, k, b_.getInt64(kPanelK)));
+    llvm::Value* block_columns =
+        b_.CreateSelect(b_.CreateICmpSGE(a_floats, b_.getInt64(kLargeBlockMinA)),
+                        b_.getInt64(kBlockFloats / (kPanelK * nr) * nr), b_.getInt64(kBlockFloats / 4 / (kPanelK * nr) * nr));
     llvm::Value* steps = b_.CreateSDiv(plus(k, kPanelK - 1), b_.getInt64(kPanelK));
     if (one_step_at_least) steps = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, steps, b_.getInt64(1));
     loop(b_.getInt64(0), steps, [&](llvm::Value* c) {
@@ -1978,8 +2042,8 @@ class FunctionEmitter {
                          .last = b_.CreateICmpEQ(c, b_.CreateSub(steps, b_.getInt64(1))),
                          .whole_vectors = false,
                          .next_block = nullptr};
-      stepped_loop(cols_begin, cols_end, b_.getInt64(block_columns), false, [&](llvm::Value* jc) {
-        llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, plus(jc, block_columns), cols_end);
+      stepped_loop(cols_begin, cols_end, block_columns, false, [&](llvm::Value* jc) {
+        llvm::Value* jc_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jc, block_columns), cols_end);
         // Every panel, the last maybe partial, through one copy of the
         // pack: `left` its columns (nr for a whole one).
         stepped_loop(jc, jc_end, b_.getInt64(nr), false, [&](llvm::Value* j0) {
@@ -2002,12 +2066,12 @@ class FunctionEmitter {
         llvm::Value* panels = nullptr;
         if (ahead) {
           panels = b_.CreateSDiv(plus(b_.CreateSub(jc_end, jc), nr - 1), b_.getInt64(nr));
-          llvm::Value* next_jc = plus(jc, block_columns);
+          llvm::Value* next_jc = b_.CreateAdd(jc, block_columns);
           llvm::Value* same_k = b_.CreateICmpSLT(next_jc, cols_end);
           llvm::Value* more_k = b_.CreateICmpSLT(plus(pc, kPanelK), k);
           ahead_col = b_.CreateSelect(same_k, next_jc, b_.CreateSelect(more_k, cols_begin, jc));
           ahead_k = b_.CreateSelect(same_k, pc, b_.CreateSelect(more_k, plus(pc, kPanelK), pc));
-          ahead_cols = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.getInt64(block_columns),
+          ahead_cols = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, block_columns,
                                                 b_.CreateSub(cols_end, ahead_col));
         }
         const auto tiles_of = [&](llvm::Value* i0, int rows) {
@@ -2033,6 +2097,7 @@ class FunctionEmitter {
         loop(i, rows_end, [&](llvm::Value* i0) { tiles_of(i0, 1); });
       });
     });
+    b_.CreateStackRestore(stack);
   }
 
   // n vector sums, zero (promoted to registers by LLVM).
@@ -2343,9 +2408,13 @@ class FunctionEmitter {
   // four and eight, alternated: SGEMM 1024 13.6 -> 12.9 / 12.2 ms, 2048
   // 107-110 -> 100-104 / 98-100 ms, BERT's [128, 768] x [768, 768]^T 1.03
   // -> 0.94 / 0.97 ms; W3 alike. (Where one FMA port was the limit, three
-  // panels ran as two.) Within the stacks threads get by default (8 MiB,
+  // panels ran as two.) A product with few rows of a takes a quarter of it
+  // (kLargeBlockMinA). Within the stacks threads get by default (8 MiB,
   // oneTBB's workers 4 MiB).
   static constexpr std::int64_t kBlockFloats = 192 * 1024;
+  // The floats of a's rows over one block of k from which a packed product
+  // takes the whole block (256 KiB: BERT's 128 rows x 512 steps and more).
+  static constexpr std::int64_t kLargeBlockMinA = 64 * 1024;
   // Rows below which copying all of b into panels costs more than it saves
   // (four tiles of six rows; measured on BERT's shapes: at 16 rows it lost,
   // at 24 and more it won).
