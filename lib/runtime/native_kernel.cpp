@@ -32,6 +32,8 @@ constexpr std::int64_t kGrainWork = 1 << 14;
 // Up to this many buffers and schedule slots live on the stack, and are not
 // zeroed: the prologue writes every slot the stages read.
 constexpr std::size_t kInlineSlots = 16;
+// More than this many is a corrupt description (and bounds the allocation).
+constexpr std::size_t kMaxSlots = std::size_t{1} << 20;
 
 // No kernel has tensors of more dims than this; a description that says so is corrupt.
 constexpr std::uint32_t kMaxRank = 64;
@@ -40,6 +42,8 @@ template <class T>
 class SmallArray {
  public:
   explicit SmallArray(std::size_t n) {
+    if (n > kMaxSlots) [[unlikely]]
+      throw_error(ErrorKind::runtime_error, "a kernel of {} buffers or schedule slots (at most {})", n, kMaxSlots);
     if (n > kInlineSlots) heap_ = std::make_unique<T[]>(n);
   }
   T* data() noexcept { return heap_ ? heap_.get() : inline_; }
