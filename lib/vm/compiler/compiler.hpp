@@ -30,6 +30,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/op.hpp"
@@ -44,6 +45,10 @@ inline constexpr std::uint32_t kNoReg = 0xFFFFFFFFu;
 /// The free variables of `fn` (excluding `self`), in first-use order.
 [[nodiscard]] std::vector<const ir::VarNode*> free_vars(const ir::FunctionNode& fn,
                                                         const ir::VarNode* self);
+
+/// The variables `body` reads anywhere, nested functions included (not the
+/// ones it binds and never reads).
+[[nodiscard]] std::unordered_set<const ir::VarNode*> read_vars(const ir::Expr& body);
 
 /// Coalesces the static-size storages of one function's `code` whose tensors
 /// stay in its frame into arenas, one per region between calls, by liveness
@@ -145,7 +150,10 @@ class FunctionCompiler {
   /// set, names this function (a let-bound loop calling itself).
   void bind_params(std::span<const ir::VarNode* const> captured,
                    std::span<const ir::VarNode* const> params, const ir::VarNode* self);
-  void compile_body(const ir::Expr& body) { compile_tail(body); }
+  void compile_body(const ir::Expr& body) {
+    read_ = read_vars(body);
+    compile_tail(body);
+  }
   std::vector<Instruction> take_code() { return std::move(code_); }
   [[nodiscard]] std::uint32_t num_registers() const { return next_reg_; }
   /// Captures and parameters: the first registers.
@@ -178,6 +186,9 @@ class FunctionCompiler {
     std::vector<std::uint32_t> captured;
   };
   void bind(const ir::VarNode* var, Binding b) { env_[var] = std::move(b); }
+  /// Whether the body being compiled reads `var` (a pattern's variable that
+  /// it never reads is not loaded).
+  [[nodiscard]] bool is_read(const ir::VarNode* var) const { return read_.contains(var); }
   /// The let value that defined `var`, if any (op_call's pattern matching).
   [[nodiscard]] const ir::Expr* definition(const ir::VarNode* var) const;
 
@@ -197,6 +208,7 @@ class FunctionCompiler {
   std::uint32_t num_params_ = 0;
   std::unordered_map<const ir::VarNode*, Binding> env_;
   std::unordered_map<const ir::VarNode*, ir::Expr> defs_;
+  std::unordered_set<const ir::VarNode*> read_;
   int closures_ = 0;
 };
 

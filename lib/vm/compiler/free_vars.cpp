@@ -1,5 +1,6 @@
 // Closure conversion's analysis: the variables a closure uses but does not
-// bind. Variables are unique nodes, so "bound anywhere inside" is exact.
+// bind; and the variables a function reads at all (match binds no others).
+// Variables are unique nodes, so "bound anywhere inside" is exact.
 #include <unordered_set>
 
 #include "ir/visitor.hpp"
@@ -48,6 +49,12 @@ std::vector<const ir::VarNode*> free_vars(const ir::FunctionNode& fn, const ir::
   for (const ir::VarNode* v : c.used)
     if (v != self && !c.bound.contains(v)) out.push_back(v);
   return out;
+}
+
+std::unordered_set<const ir::VarNode*> read_vars(const ir::Expr& body) {
+  FreeVarCollector c;
+  c.visit(body);
+  return {c.used.begin(), c.used.end()};
 }
 
 }  // namespace nimble::vm

@@ -153,6 +153,16 @@ std::uint32_t FunctionCompiler::compile_value(const ir::Expr& e) {
 void FunctionCompiler::compile_tail(const ir::Expr& e) {
   ir::Expr cur = e;
   while (const auto* let = cur.as<ir::LetNode>()) {
+    // `let x = v; x` (the builder names every value so) returns v: v is in
+    // tail position, so that a call there is a TailCall and a match or if
+    // returns from each arm — a walk recursing from inside a match runs as
+    // a loop, not as a frame per step whose result is moved back through
+    // every arm (W2's tree walk: a third of its instructions).
+    if (let->body.as<ir::VarNode>() != nullptr && let->body.as<ir::VarNode>() == let->var.as<ir::VarNode>() &&
+        let->value.as<ir::FunctionNode>() == nullptr) {
+      cur = let->value;
+      continue;
+    }
     bind_let(*let);
     cur = let->body;
   }

@@ -1,7 +1,13 @@
 // `match` compiled to tag tests and jumps: each clause tests its pattern
 // (GetTag, compare, If) and on the first failing test jumps to the next
-// clause; fields are read with GetField and bound as the pattern's variables.
-// If no clause matches, Fatal.
+// clause; fields are read with GetField and bound as the pattern's variables
+// (those the function reads: a field bound and never read is not loaded).
+// A clause whose constructor is the only one earlier clauses leave (each of
+// the others matched whatever its fields hold) tests no tag: a value of the
+// ADT has one of its constructors' (the VM checks an entry's arguments). If
+// no clause matches, Fatal.
+#include <algorithm>
+
 #include "support/check.hpp"
 #include "vm/compiler/compiler.hpp"
 
@@ -11,10 +17,36 @@ namespace {
 
 bool is_wildcard(const ir::Pattern& p) { return p.kind() == ir::PatternKind::wildcard; }
 
+// A field pattern that needs no load: a wildcard, or a variable never read.
+bool loads_nothing(const FunctionCompiler& fc, const ir::Pattern& p) {
+  if (is_wildcard(p)) return true;
+  const auto* v = p.as<ir::PatternVarNode>();
+  return v != nullptr && !fc.is_read(v->var.as<ir::VarNode>());
+}
+
+// Whether `p` matches every value of its type.
+bool irrefutable(const ir::Pattern& p) {
+  switch (p.kind()) {
+    case ir::PatternKind::wildcard:
+    case ir::PatternKind::var: return true;
+    case ir::PatternKind::constructor: {
+      const auto* c = p.as<ir::PatternConstructorNode>();
+      if (c->ctor.as<ir::ConstructorNode>()->adt->constructors.size() > 1) return false;
+      return std::all_of(c->fields.begin(), c->fields.end(), irrefutable);
+    }
+    case ir::PatternKind::tuple: {
+      const auto* t = p.as<ir::PatternTupleNode>();
+      return std::all_of(t->fields.begin(), t->fields.end(), irrefutable);
+    }
+  }
+  return false;
+}
+
 // Emits the tests of `p` against register `value`; the If of each failing
 // test is added to `fails`, to be pointed at the next clause.
+// `test_tag` false: the value is known to have p's constructor.
 void compile_pattern(FunctionCompiler& fc, const ir::Pattern& p, std::uint32_t value,
-                     std::vector<std::size_t>& fails) {
+                     std::vector<std::size_t>& fails, bool test_tag = true) {
   switch (p.kind()) {
     case ir::PatternKind::wildcard: return;
     case ir::PatternKind::var:
@@ -24,7 +56,7 @@ void compile_pattern(FunctionCompiler& fc, const ir::Pattern& p, std::uint32_t v
     case ir::PatternKind::constructor: {
       const auto* c = p.as<ir::PatternConstructorNode>();
       const auto* ctor = c->ctor.as<ir::ConstructorNode>();
-      if (ctor->adt->constructors.size() > 1) {
+      if (test_tag && ctor->adt->constructors.size() > 1) {
         const std::uint32_t tag = fc.new_reg();
         fc.emit({.opcode = Opcode::GetTag, .dst = tag, .a = value});
         const std::uint32_t expected = fc.new_reg();
@@ -36,7 +68,7 @@ void compile_pattern(FunctionCompiler& fc, const ir::Pattern& p, std::uint32_t v
         fails.push_back(fc.emit({.opcode = Opcode::If, .a = same, .b = encode_jump(1)}));
       }
       for (std::size_t i = 0; i < c->fields.size(); ++i) {
-        if (is_wildcard(c->fields[i])) continue;
+        if (loads_nothing(fc, c->fields[i])) continue;
         const std::uint32_t field = fc.new_reg();
         fc.emit({.opcode = Opcode::GetField, .dst = field, .a = value,
                  .b = static_cast<std::uint32_t>(i)});
@@ -47,7 +79,7 @@ void compile_pattern(FunctionCompiler& fc, const ir::Pattern& p, std::uint32_t v
     case ir::PatternKind::tuple: {
       const auto* t = p.as<ir::PatternTupleNode>();
       for (std::size_t i = 0; i < t->fields.size(); ++i) {
-        if (is_wildcard(t->fields[i])) continue;
+        if (loads_nothing(fc, t->fields[i])) continue;
         const std::uint32_t field = fc.new_reg();
         fc.emit({.opcode = Opcode::GetField, .dst = field, .a = value,
                  .b = static_cast<std::uint32_t>(i)});
@@ -64,9 +96,20 @@ std::uint32_t FunctionCompiler::compile_match(const ir::MatchNode& match, bool t
   const std::uint32_t value = compile_value(match.value);
   const std::uint32_t dst = tail ? kNoReg : new_reg();
   std::vector<std::size_t> ends;
+  // Per constructor of the matched ADT: an earlier clause takes all of its values.
+  std::vector<bool> taken;
   for (const ir::Clause& clause : match.clauses) {
     std::vector<std::size_t> fails;
-    compile_pattern(*this, clause.pattern, value, fails);
+    bool test_tag = true;
+    const auto* pattern = clause.pattern.as<ir::PatternConstructorNode>();
+    const ir::ConstructorNode* ctor = pattern ? pattern->ctor.as<ir::ConstructorNode>() : nullptr;
+    if (ctor) {
+      taken.resize(ctor->adt->constructors.size());
+      test_tag = false;
+      for (std::size_t t = 0; t < taken.size(); ++t) test_tag = test_tag || (t != ctor->tag && !taken[t]);
+    }
+    compile_pattern(*this, clause.pattern, value, fails, test_tag);
+    if (ctor && std::all_of(pattern->fields.begin(), pattern->fields.end(), irrefutable)) taken[ctor->tag] = true;
     if (tail) {
       compile_tail(clause.body);
     } else {
