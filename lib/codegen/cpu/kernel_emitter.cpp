@@ -1519,6 +1519,23 @@ class FunctionEmitter {
     if (!whole_cols) loop(j, jend, [&](llvm::Value* j0) { dot_tile(i, mr, j0, 1, kc, last_row); });
   }
 
+  // store() for row i + r of a tile, only where it is a row: r = 0 always
+  // is; past it, rows up to last_row (null: every row of the tile).
+  template <class Store>
+  void store_if_row(llvm::Value* i, int r, llvm::Value* last_row, const Store& store) {
+    if (!last_row || r == 0) {
+      store();
+      return;
+    }
+    llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.row", fn_);
+    llvm::BasicBlock* next = llvm::BasicBlock::Create(c_, "tile.row.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLE(plus(i, r), last_row), yes, next);
+    b_.SetInsertPoint(yes);
+    store();
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+
   // Rows i.. (mr of them) of the tiles of one column group (dot_row_tile):
   // sums[g][r · nr + c] is row i + r's sum at column j0 + g + s · c, so that
   // row's s · nr columns from j0 are adjacent — one vector through the
@@ -1530,26 +1547,17 @@ class FunctionEmitter {
     const te::VarNode* col = d.cols->var.node();
     const auto s = static_cast<int>(sums.size());
     const int nr = tile_.cols, n = s * nr;
-    for (int r = 0; r < mr; ++r) {
-      llvm::BasicBlock* next = nullptr;
-      if (last_row && r > 0) {
-        llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.row", fn_);
-        next = llvm::BasicBlock::Create(c_, "tile.row.done", fn_);
-        b_.CreateCondBr(b_.CreateICmpSLE(plus(i, r), last_row), yes, next);
-        b_.SetInsertPoint(yes);
-      }
-      if (row) vars_[row] = plus(i, r);
-      vars_[col] = j0;
-      llvm::Value* row_sums = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n)));
-      for (int t = 0; t < n; ++t)
-        row_sums = b_.CreateInsertElement(
-            row_sums, sums[static_cast<std::size_t>(t % s)][static_cast<std::size_t>(r * nr + t / s)], t);
-      store_tile_row(row_sums, j0, static_cast<unsigned>(n), kc);
-      if (next) {
-        b_.CreateBr(next);
-        b_.SetInsertPoint(next);
-      }
-    }
+    for (int r = 0; r < mr; ++r)
+      store_if_row(i, r, last_row, [&] {
+        if (row) vars_[row] = plus(i, r);
+        vars_[col] = j0;
+        llvm::Value* row_sums =
+            llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n)));
+        for (int t = 0; t < n; ++t)
+          row_sums = b_.CreateInsertElement(
+              row_sums, sums[static_cast<std::size_t>(t % s)][static_cast<std::size_t>(r * nr + t / s)], t);
+        store_tile_row(row_sums, j0, static_cast<unsigned>(n), kc);
+      });
     if (row) vars_.erase(row);
     vars_.erase(col);
   }
@@ -1599,20 +1607,7 @@ class FunctionEmitter {
       if (last_row && r > 0) vars_[row] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, vars_[row], last_row);
       a_rows.push_back(element_ptr(a_buffer, flat_index(*d.a)));
     }
-    // Stores row r's sums only where it is a row (r = 0 always is).
-    const auto store_row = [&](int r, const auto& store) {
-      if (!last_row || r == 0) {
-        store();
-        return;
-      }
-      llvm::BasicBlock* yes = llvm::BasicBlock::Create(c_, "tile.row", fn_);
-      llvm::BasicBlock* next = llvm::BasicBlock::Create(c_, "tile.row.done", fn_);
-      b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(i, b_.getInt64(r)), last_row), yes, next);
-      b_.SetInsertPoint(yes);
-      store();
-      b_.CreateBr(next);
-      b_.SetInsertPoint(next);
-    };
+    const auto store_row = [&](int r, const auto& store) { store_if_row(i, r, last_row, store); };
     for (int c = 0; c < nr; ++c) {
       at(col, j, c * col_step);
       b_rows.push_back(element_ptr(b_buffer, flat_index(*d.b)));

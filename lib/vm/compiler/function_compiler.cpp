@@ -158,8 +158,8 @@ void FunctionCompiler::compile_tail(const ir::Expr& e) {
     // returns from each arm — a walk recursing from inside a match runs as
     // a loop, not as a frame per step whose result is moved back through
     // every arm (W2's tree walk: a third of its instructions).
-    if (let->body.as<ir::VarNode>() != nullptr && let->body.as<ir::VarNode>() == let->var.as<ir::VarNode>() &&
-        let->value.as<ir::FunctionNode>() == nullptr) {
+    if (const auto* returned = let->body.as<ir::VarNode>();
+        returned != nullptr && returned == let->var.as<ir::VarNode>() && let->value.as<ir::FunctionNode>() == nullptr) {
       cur = let->value;
       continue;
     }
