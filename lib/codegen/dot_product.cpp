@@ -82,11 +82,29 @@ bool has_vector_instructions(const te::BinaryNode& b) {
            b.op == te::BinaryOp::floormod || b.op == te::BinaryOp::pow);
 }
 
+namespace {
+
+// Whether `load` reads consecutive elements as j steps: its last index is j
+// or j plus a term without j (a slice's offset: a cell's gates[i, j + 300]),
+// its others free of j. A vector loop's load reads at the index's value at
+// j = 0 plus its iv (FunctionEmitter::load).
+bool steps_along(const te::LoadNode& load, const te::VarNode* j) {
+  const Expr& last = load.indices.back();
+  const auto* add = last.as<te::BinaryNode>();
+  const bool unit = last.get() == j ||
+                    (add != nullptr && add->op == te::BinaryOp::add && !add->checked &&
+                     ((add->a.get() == j && !depends_on(add->b, j)) || (add->b.get() == j && !depends_on(add->a, j))));
+  return unit && std::none_of(load.indices.begin(), load.indices.end() - 1,
+                              [&](const Expr& i) { return depends_on(i, j); });
+}
+
+}  // namespace
+
 bool lane_wise_along(const Expr& e, const te::VarNode* j, const te::ReduceNode* sum) {
   switch (e.kind()) {
     case ExprKind::load: {
       const auto* l = e.as<te::LoadNode>();
-      return !l->checked && (!load_depends_on(*l, j) || contiguous_in(*l, j));
+      return !l->checked && (!load_depends_on(*l, j) || steps_along(*l, j));
     }
     case ExprKind::reduce: return e.get() == sum;
     case ExprKind::var: return e.get() != j;

@@ -347,6 +347,45 @@ TEST_CASE("jit: short static loops reading a row at an offset run as vector loop
   }
 }
 
+TEST_CASE("jit: rows read at an offset along them (a slice of each row) run as vector rows", "[jit]") {
+  // A Tree-LSTM leaf's cell over gates [n, 450]: c = sigmoid(i) * tanh(u),
+  // h = sigmoid(o) * tanh(c), with i, o, u the columns from 0, 150 and 300
+  // of each row (150 a row: a masked last vector). Its loads read
+  // gates[r, j + offset]: lane by lane along j (lane_wise_along), so each row
+  // is an explicit vector loop; against the kernel LLVM vectorizes, for row
+  // counts 1..5 and 19, bit for bit.
+  SymbolicInputs input;
+  const std::vector<te::Tensor> in{input({ir::Dim("n"), 450}, "gates")};
+  const std::vector<te::Tensor> parts =
+      ops::split().compute(in, {{"indices", std::vector<std::int64_t>{150, 300}}, {"axis", std::int64_t{1}}});
+  const auto unary = [](const ir::OpDef& op, const te::Tensor& x) { return op.compute(std::vector{x}, {}).at(0); };
+  const auto times = [](const te::Tensor& a, const te::Tensor& b) { return ops::mul().compute(std::vector{a, b}, {}).at(0); };
+  const te::Tensor c = times(unary(ops::sigmoid(), parts[0]), unary(ops::tanh(), parts[2]));
+  const te::Tensor h = times(unary(ops::sigmoid(), parts[1]), unary(ops::tanh(), c));
+  const std::vector<te::Tensor> out{c, h};
+  const auto [vectors, scalars] = with_and_without_vector_loops("leaf_cell", in, out);
+  Rng rng(17);
+  for (const std::int64_t n : {1, 2, 3, 4, 5, 19}) {
+    INFO("n = " << n);
+    const Tensor gates = random_tensor(rng, {n, 450}, DType::f32, {.lo = -6, .hi = 6});
+    std::vector<Tensor> want{Tensor::empty({n, 150}, DType::f32), Tensor::empty({n, 150}, DType::f32)};
+    std::vector<Tensor> got{Tensor::empty({n, 150}, DType::f32), Tensor::empty({n, 150}, DType::f32)};
+    scalars->run(std::vector<Tensor>{gates}, want);
+    vectors->run(std::vector<Tensor>{gates}, got);
+    for (std::size_t k = 0; k < 2; ++k) CHECK_THAT(got[k], IsCloseTo(want[k], {.rtol = 0, .atol = 0, .equal_nan = true}));
+  }
+  // Which loads move with j lane by lane: at j plus a term without j, on
+  // either side, yes; at 2j, or with j in an outer index too, no.
+  const te::Var i("i"), j("j");
+  const te::Tensor x = input({8, 450}, "x");
+  const te::Expr off = te::int_imm(300);
+  CHECK(codegen::lane_wise_along(x({i, j + off}), j.node(), nullptr));
+  CHECK(codegen::lane_wise_along(x({i, off + j}), j.node(), nullptr));
+  CHECK(codegen::lane_wise_along(x({i, j}), j.node(), nullptr));
+  CHECK_FALSE(codegen::lane_wise_along(x({i, j * te::int_imm(2)}), j.node(), nullptr));
+  CHECK_FALSE(codegen::lane_wise_along(x({j, j + off}), j.node(), nullptr));
+}
+
 TEST_CASE("jit: a thread's code generation pipeline, run kernel after kernel, makes the same objects", "[jit]") {
   // The JIT keeps one pipeline per thread (jit.cpp); a kernel compiled by a
   // pipeline that has compiled others must be the object a new one makes.
