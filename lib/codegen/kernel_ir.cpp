@@ -108,10 +108,25 @@ std::string to_string(const KernelIR& kernel) {
     out += fmt::format("  check {} else {} \"{}\"\n", te::to_string(c.condition), to_string(c.kind),
                        c.message);
   for (const Stage& s : kernel.stages) {
-    out += fmt::format("  stage {} (work {}):\n", s.name, te::to_string(s.work));
+    out += fmt::format("  stage {} (work {}{}):\n", s.name, te::to_string(s.work),
+                       s.lanes > 1 ? fmt::format(", {} lanes an iteration", s.lanes) : std::string());
     print_stmt(kernel, *s.body, 2, out);
   }
   return out;
+}
+
+namespace {
+
+bool has_reduction(const te::Expr& e) {
+  bool found = e.kind() == te::ExprKind::reduce;
+  te::for_each_child(e, [&](const te::Expr& child) { found = found || has_reduction(child); });
+  return found;
+}
+
+}  // namespace
+
+bool splits_across_lanes(const te::ReduceNode& r) {
+  return !r.axes.empty() && r.reduce_kind != te::ReduceKind::argmax && !has_reduction(r.source);
 }
 
 }  // namespace nimble::codegen

@@ -85,6 +85,10 @@ struct Stage {
   /// Estimated element operations (elements × reduction extent), i64 over the
   /// shape Vars: whether splitting across threads pays.
   te::Expr work;
+  /// Threads that compute each iteration of the outer loop together: 1, or a
+  /// GPU warp's lanes for a stage whose elements are reductions split across
+  /// them (codegen/cuda/gpu_schedule.hpp).
+  unsigned lanes = 1;
 };
 
 struct KernelIR {
@@ -120,6 +124,14 @@ struct KernelIR {
   std::vector<KernelCheck> checks;  ///< the rules' Checks, in stage order
   std::vector<Stage> stages;        ///< producers first
 };
+
+/// Whether reduction `r`, in the element of a stage of several lanes
+/// (Stage::lanes > 1), is split across them (along its last axis): a sum,
+/// max or min over at least one axis (not argmax, whose first index a
+/// butterfly of partials would not keep), with no reduction inside its
+/// source. The code generators split exactly these; a stage gets lanes only
+/// where every reduction of its element is one.
+[[nodiscard]] bool splits_across_lanes(const te::ReduceNode& r);
 
 /// Lowers the compute rule whose placeholders are `inputs` and whose results
 /// are `outputs` (as an op's ComputeRule gives them) to a kernel: every

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "codegen/cuda/gpu_kernel.hpp"
+#include "codegen/cuda/gpu_schedule.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "ops/ops.hpp"
 #include "nimble/runtime/storage.hpp"
@@ -84,6 +85,137 @@ TEST_CASE("cuda: a failing iteration of a GPU stage is an Error, as on the CPU",
   Tensor q = Tensor::empty({3}, DType::i32);
   CHECK_NIMBLE_ERROR(run_on_gpu_schedule(ops::div(), types, {a, Tensor::from_data<std::int32_t>({3}, {1, 0, 1})}, {q}),
                      ErrorKind::runtime_error, "div: integer division by zero");
+}
+
+// The kernel IR of `op` over placeholders of `types`, and the rule's
+// placeholders and outputs.
+struct Rule {
+  std::vector<te::Tensor> inputs;
+  std::vector<te::Tensor> outputs;
+  codegen::KernelIR ir;
+};
+
+Rule rule_of(const ir::OpDef& op, const std::vector<ir::Type>& types, const ir::Attrs& attrs = {}) {
+  te::SymbolTable symbols;
+  Rule r;
+  for (std::size_t i = 0; i < types.size(); ++i)
+    r.inputs.push_back(te::placeholder_for(*types[i].as<ir::TensorTypeNode>(), std::string(op.arg_names[i]), symbols));
+  r.outputs = op.compute(r.inputs, attrs);
+  r.ir = codegen::lower_to_kernel_ir(std::string(op.name), r.inputs, r.outputs);
+  return r;
+}
+
+// The lanes of each stage of `op`'s kernel scheduled for a GPU.
+std::vector<unsigned> gpu_lanes(const ir::OpDef& op, const std::vector<ir::Type>& types, const ir::Attrs& attrs = {}) {
+  std::vector<unsigned> lanes;
+  for (const codegen::Stage& s : codegen::schedule_for_gpu(rule_of(op, types, attrs).ir).stages)
+    lanes.push_back(s.lanes);
+  return lanes;
+}
+
+TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element where it is a reduction along a row",
+          "[cuda]") {
+  const ir::Dim n("n");
+  const auto f32 = [](std::vector<ir::Dim> shape) { return ir::tensor_type(std::move(shape), DType::f32); };
+  using Lanes = std::vector<unsigned>;
+  SECTION("softmax: its max and sum a warp a row, its quotients a thread an element") {
+    const codegen::KernelIR ir = codegen::schedule_for_gpu(rule_of(ops::softmax(), {f32({n, 64})}).ir);
+    REQUIRE(ir.stages.size() == 3);
+    CHECK(ir.stages[0].lanes == codegen::kWarpLanes);
+    CHECK(ir.stages[1].lanes == codegen::kWarpLanes);
+    CHECK(ir.stages[2].lanes == 1);
+    // The quotients' two loops (rows, columns) are one loop over the
+    // elements, whose variable is the store's index.
+    const codegen::Stmt& loop = *ir.stages[2].body;
+    REQUIRE(loop.kind == codegen::Stmt::Kind::loop);
+    CHECK(loop.for_kind == codegen::ForKind::parallel);
+    REQUIRE(loop.body->kind == codegen::Stmt::Kind::store);
+    CHECK(loop.body->index.as<te::VarNode>() == loop.var.node());
+    CHECK(te::to_string(loop.extent) == "(64 * n)");
+  }
+  SECTION("batch_matmul: its accumulation a thread an element, k inside in its order") {
+    const ir::Dim m("m");
+    const codegen::KernelIR lowered =
+        rule_of(ops::batch_matmul(), {f32({4, m, 16}), f32({4, 16, n})}).ir;
+    const codegen::KernelIR ir = codegen::schedule_for_gpu(lowered);
+    const codegen::Stmt& loop = *ir.stages.back().body;
+    INFO(codegen::to_string(ir));
+    CHECK(lowered.stages.back().body->extent.as<te::IntImmNode>() != nullptr);  // lowered: a thread a batch
+    CHECK(te::to_string(loop.extent) == "((n * m) * 4)");
+    REQUIRE(loop.body->kind == codegen::Stmt::Kind::loop);
+    CHECK(loop.body->for_kind == codegen::ForKind::serial);
+    CHECK(te::to_string(loop.body->extent) == "16");
+    REQUIRE(loop.body->body->kind == codegen::Stmt::Kind::store);
+    CHECK(loop.body->body->index.as<te::VarNode>() == loop.var.node());
+    CHECK(ir.stages.back().lanes == 1);
+  }
+  SECTION("which reductions a warp computes") {
+    const ir::Attrs along_rows{{"axes", std::vector<std::int64_t>{1}}};
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 40})}, along_rows) == Lanes{32});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, ir::Any})}, along_rows) == Lanes{32});  // a length known at run time
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 8})}, along_rows) == Lanes{1});         // short rows: a thread a row
+    CHECK(gpu_lanes(ops::max(), {ir::tensor_type({n, 100}, DType::i8)}, along_rows) == Lanes{32});
+    // Split along the last axis of several: a warp where that one is long.
+    const ir::Attrs two_axes{{"axes", std::vector<std::int64_t>{1, 2}}};
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 4, 50})}, two_axes) == Lanes{32});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 50, 4})}, two_axes) == Lanes{1});
+    // argmax keeps the first maximum's index: a butterfly would not.
+    CHECK(gpu_lanes(ops::argmax(), {f32({n, 100})}, {{"axis", std::int64_t{1}}}) == Lanes{1});
+    // A dense layer's dot products a warp an element; layer_norm's sums.
+    CHECK(gpu_lanes(ops::dense(), {f32({n, 64}), f32({48, 64}), f32({48})}) == Lanes{32});
+    CHECK(gpu_lanes(ops::layer_norm(), {f32({n, 64}), f32({64}), f32({64})}) == Lanes({32, 32, 1}));
+  }
+}
+
+TEST_CASE("cuda: a warp's reduction: lanes fold strided shares, shuffle in a butterfly, lane 0 stores", "[cuda]") {
+  const std::string ptxas = find_ptxas();
+  if (ptxas.empty()) WARN("ptxas not run: the CUDA toolkit is not installed");
+  Rng rng(20261205);
+  const ir::Dim n("n");
+  struct Case {
+    const ir::OpDef* op;
+    DType dtype;
+    Ints shape;
+    std::vector<std::int64_t> axes;
+    int words;  // 32-bit words a value is shuffled in
+  };
+  const Case cases[] = {
+      {&ops::sum(), DType::f32, {5, 100}, {1}, 1},    {&ops::max(), DType::f32, {3, 33}, {1}, 1},
+      {&ops::sum(), DType::f64, {4, 77}, {1}, 2},     {&ops::min(), DType::i64, {4, 40}, {1}, 2},
+      {&ops::sum(), DType::i32, {6, 64}, {1}, 1},     {&ops::max(), DType::i8, {2, 50}, {1}, 1},
+      {&ops::mean(), DType::f32, {3, 45}, {1}, 1}, {&ops::sum(), DType::f32, {3, 3, 70}, {1, 2}, 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.op->name << " " << to_string(c.dtype) << " over " << c.shape.size() << "-d rows");
+    std::vector<ir::Dim> dims{n};
+    for (std::size_t d = 1; d < c.shape.size(); ++d) dims.emplace_back(c.shape[d]);
+    const ir::Attrs attrs{{"axes", c.axes}};
+    const Rule rule = rule_of(*c.op, {ir::tensor_type(dims, c.dtype)}, attrs);
+    REQUIRE(codegen::schedule_for_gpu(rule.ir).stages.at(0).lanes == codegen::kWarpLanes);
+    // The host's run of the lanes, against the reference kernel.
+    const Tensor x = random_tensor(rng, c.shape, c.dtype, {.lo = -50, .hi = 50, .specials = false});
+    const Tensor expected = c.op->reference(std::vector<Value>{Value(x)}, attrs).tensor();
+    Tensor out = Tensor::empty(expected.shape(), expected.dtype());
+    for (const unsigned warps : {1u, 2u, 64u}) {
+      codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, warps)
+          ->run(std::vector<Tensor>{x}, std::vector<Tensor>{out});
+      CHECK_THAT(out, IsCloseTo(expected));
+    }
+    // The PTX: the lane's id, five butterfly steps a 32-bit word, one store
+    // (lane 0's), and ptxas accepts it.
+    for (const int sm : {80, 90}) {
+      const codegen::PtxKernel kernel = codegen::emit_ptx(rule.ir, "warp_sum", {sm});
+      std::size_t shuffles = 0;
+      for (std::size_t at = 0; (at = kernel.ptx.find("shfl.sync.bfly.b32", at)) != std::string::npos; ++at)
+        ++shuffles;
+      CHECK(shuffles == 5 * static_cast<std::size_t>(c.words));
+      CHECK(kernel.ptx.find("%laneid") != std::string::npos);
+      if (ptxas.empty()) continue;
+      const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
+      INFO("sm_" << sm << ":\n" << result.log << "\n" << kernel.ptx);
+      CHECK(result.status == 0);
+    }
+  }
 }
 
 TEST_CASE("cuda: every op's PTX passes ptxas for sm_80 and sm_90", "[cuda]") {
@@ -182,15 +314,20 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
     kernel->run(std::vector<Tensor>{x_gpu}, std::vector<Tensor>{y_gpu});
     CHECK_THAT(to_host(y_gpu, stream), IsCloseTo(expected));
     // One launch per stage with work, 256 threads a block, enough blocks
-    // for the extent (37 rows: one block).
-    REQUIRE(fake.launch_count() - launches_before == static_cast<int>(ir.stages.size()));
-    for (int i = launches_before; i < fake.launch_count(); ++i) {
-      const FakeLaunch l = fake.launch(i);
+    // for the threads: the row's max and sum a warp a row (37 rows of 32
+    // lanes: 5 blocks), the quotients a thread an element (37 x 300: 44).
+    REQUIRE(ir.stages.size() == 3);
+    REQUIRE(fake.launch_count() - launches_before == 3);
+    const unsigned blocks[] = {5, 5, 44};
+    const std::uint64_t iterations[] = {37, 37, 37 * 300};
+    for (int i = 0; i < 3; ++i) {
+      const FakeLaunch l = fake.launch(launches_before + i);
+      INFO("stage " << i);
       CHECK(l.block[0] == 256);
-      CHECK(l.grid[0] == 1);
+      CHECK(l.grid[0] == blocks[i]);
       CHECK(l.num_params == 6);
-      CHECK(l.params[4] == 0);   // begin
-      CHECK(l.params[5] == 37);  // end: the rows
+      CHECK(l.params[4] == 0);              // begin
+      CHECK(l.params[5] == iterations[i]);  // end: the rows, or the elements
     }
 
     // Host tensors are refused, naming where they are.

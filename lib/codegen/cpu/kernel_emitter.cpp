@@ -267,6 +267,12 @@ class FunctionEmitter {
     row_min_size_ = min_size;
   }
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
+  // A stage of `lanes` lanes an iteration: its reductions split across them
+  // (lane_reduce), run by `ops` (null: by the host, lane after lane).
+  void split_across_lanes(unsigned lanes, const LaneOps* ops) {
+    lanes_ = lanes;
+    lane_ops_ = ops;
+  }
 
   llvm::Value* dim_of(int buffer, int d) {
     llvm::Value* dims = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, dims_, static_cast<std::uint64_t>(buffer)));
@@ -297,7 +303,11 @@ class FunctionEmitter {
     if (s.kind == Stmt::Kind::store) {
       llvm::Value* index = expr(s.index);
       llvm::Value* value = expr(s.value);
-      store(s.buffer, index, value);
+      if (lanes_ > 1 && lane_ops_ != nullptr)  // every lane has the value: the first stores it
+        if_else(b_.CreateICmpEQ(lane_ops_->lane(b_), b_.getInt64(0)), "lane0", [&] { store(s.buffer, index, value); },
+                [] {});
+      else
+        store(s.buffer, index, value);
       return;
     }
     llvm::Value* lo = begin ? begin : b_.getInt64(0);
@@ -908,7 +918,123 @@ class FunctionEmitter {
     return at_entry.CreateAlloca(type);
   }
 
+  // `a` and `v` of `dtype` folded by a sum, max or min (NaN-propagating);
+  // a floating sum marked reassociable where `reassociate`.
+  llvm::Value* fold(te::ReduceKind kind, DType dtype, llvm::Value* a, llvm::Value* v, bool reassociate) {
+    const bool floating = is_floating(dtype);
+    const bool is_bool = dtype == DType::boolean;
+    switch (kind) {
+      case te::ReduceKind::sum: {
+        if (!floating) return b_.CreateAdd(a, v);
+        auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, v));
+        add->setHasAllowReassoc(reassociate);
+        return add;
+      }
+      case te::ReduceKind::max:
+        return floating ? call(llvm::Intrinsic::maximum, {a, v})
+                        : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, v);
+      case te::ReduceKind::min:
+        return floating ? call(llvm::Intrinsic::minimum, {a, v})
+                        : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, v);
+      case te::ReduceKind::argmax: break;
+    }
+    NIMBLE_ASSERT(false, "fold: an argmax has no fold of two values");
+    return nullptr;
+  }
+
+  // The value `fold(kind, …)` leaves any other unchanged with (a lane's
+  // start when it holds no element yet).
+  llvm::Value* identity(te::ReduceKind kind, DType dtype) {
+    llvm::Type* type = compute_type(c_, dtype);
+    if (is_floating(dtype)) {
+      if (kind == te::ReduceKind::sum) return llvm::ConstantFP::getNegativeZero(type);
+      return llvm::ConstantFP::getInfinity(type, kind == te::ReduceKind::max);
+    }
+    const unsigned bits = type->getIntegerBitWidth();
+    if (kind == te::ReduceKind::sum) return llvm::ConstantInt::get(type, 0);
+    if (dtype == DType::boolean) return b_.getInt1(kind == te::ReduceKind::min);
+    return llvm::ConstantInt::get(type, kind == te::ReduceKind::max ? llvm::APInt::getSignedMinValue(bits)
+                                                                     : llvm::APInt::getSignedMaxValue(bits));
+  }
+
+  // A reduction of a stage of several lanes (lanes_ > 1), split across them
+  // (CpuEmitOptions::lane_ops): every lane gets the whole reduction.
+  llvm::Value* lane_reduce(const te::ReduceNode& r) {
+    const DType dtype = r.source.dtype();
+    llvm::Type* type = compute_type(c_, dtype);
+    llvm::Value* init = expr(r.init);
+    std::vector<llvm::Value*> extents;
+    for (const te::IterVar& a : r.axes) extents.push_back(expr(a.extent));
+    // Lane `lane`'s partial: the init (lane 0) or the identity folded with
+    // the elements whose last coordinate is lane, lane + lanes_, … (in a
+    // row-major array, neighbouring lanes read neighbouring elements), in
+    // row-major order.
+    const auto partial = [&](llvm::Value* lane) {
+      llvm::AllocaInst* acc = local(type);
+      b_.CreateStore(b_.CreateSelect(b_.CreateICmpEQ(lane, b_.getInt64(0)), init, identity(r.reduce_kind, dtype)),
+                     acc);
+      const std::function<void(std::size_t)> nest = [&](std::size_t d) {
+        const bool last = d + 1 == r.axes.size();
+        const te::VarNode* axis = r.axes[d].var.node();
+        stepped_loop(last ? lane : b_.getInt64(0), extents[d], b_.getInt64(last ? lanes_ : 1), false,
+                     [&](llvm::Value* k) {
+                       vars_[axis] = k;
+                       if (last)
+                         b_.CreateStore(
+                             fold(r.reduce_kind, dtype, b_.CreateLoad(type, acc), expr(r.source), false), acc);
+                       else
+                         nest(d + 1);
+                     });
+        vars_.erase(axis);
+      };
+      nest(0);
+      return b_.CreateLoad(type, acc);
+    };
+    if (lane_ops_ != nullptr) {
+      llvm::Value* sum = partial(lane_ops_->lane(b_));
+      for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2)
+        sum = fold(r.reduce_kind, dtype, sum, exchange(sum, mask), false);
+      return sum;
+    }
+    // The host: every lane's partial into an array, then each step of the
+    // butterfly from one array into the other.
+    llvm::Type* lanes_type = llvm::ArrayType::get(type, lanes_);
+    llvm::AllocaInst* now = local(lanes_type);
+    llvm::AllocaInst* next = local(lanes_type);
+    const auto at = [&](llvm::AllocaInst* a, llvm::Value* lane) {
+      return b_.CreateInBoundsGEP(lanes_type, a, {b_.getInt64(0), lane});
+    };
+    loop(b_.getInt64(0), b_.getInt64(lanes_), [&](llvm::Value* lane) { b_.CreateStore(partial(lane), at(now, lane)); });
+    for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2) {
+      loop(b_.getInt64(0), b_.getInt64(lanes_), [&](llvm::Value* lane) {
+        llvm::Value* mine = b_.CreateLoad(type, at(now, lane));
+        llvm::Value* theirs = b_.CreateLoad(type, at(now, b_.CreateXor(lane, b_.getInt64(mask))));
+        b_.CreateStore(fold(r.reduce_kind, dtype, mine, theirs, false), at(next, lane));
+      });
+      std::swap(now, next);
+    }
+    return b_.CreateLoad(type, at(now, b_.getInt64(0)));
+  }
+
+  // Another lane's `v` (lane_ops_->exchange), in 32-bit pieces.
+  llvm::Value* exchange(llvm::Value* v, unsigned mask) {
+    llvm::Type* type = v->getType();
+    llvm::Type* i32 = b_.getInt32Ty();
+    const unsigned bits = type->getPrimitiveSizeInBits();
+    if (bits == 64) {
+      auto* halves = llvm::FixedVectorType::get(i32, 2);
+      llvm::Value* h = b_.CreateBitCast(v, halves);
+      for (unsigned k = 0; k < 2; ++k)
+        h = b_.CreateInsertElement(h, lane_ops_->exchange(b_, b_.CreateExtractElement(h, k), mask), k);
+      return b_.CreateBitCast(h, type);
+    }
+    if (type->isFloatTy()) return b_.CreateBitCast(lane_ops_->exchange(b_, b_.CreateBitCast(v, i32), mask), type);
+    NIMBLE_ASSERT(type->isIntegerTy() && bits <= 32, "exchange: a value of 32 or 64 bits, or a narrower integer");
+    return b_.CreateTrunc(lane_ops_->exchange(b_, b_.CreateZExt(v, i32), mask), type);
+  }
+
   llvm::Value* reduce(const te::ReduceNode& r) {
+    if (lanes_ > 1 && splits_across_lanes(r)) return lane_reduce(r);
     if (llvm::Value* v = vector_reduce(r)) return v;
     const DType dtype = r.source.dtype();
     const bool floating = is_floating(dtype);
@@ -928,22 +1054,10 @@ class FunctionEmitter {
         llvm::Value* next = nullptr;
         switch (r.reduce_kind) {
           case te::ReduceKind::sum:
-            if (floating) {
-              // Reassociable, so that the loop vectorizes with vector accumulators.
-              auto* add = llvm::cast<llvm::Instruction>(b_.CreateFAdd(a, v));
-              add->setHasAllowReassoc(true);
-              next = add;
-            } else {
-              next = b_.CreateAdd(a, v);
-            }
-            break;
           case te::ReduceKind::max:
-            next = floating ? call(llvm::Intrinsic::maximum, {a, v})
-                            : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, v);
-            break;
           case te::ReduceKind::min:
-            next = floating ? call(llvm::Intrinsic::minimum, {a, v})
-                            : b_.CreateBinaryIntrinsic(is_bool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, a, v);
+            // A sum reassociates, so that the loop vectorizes with vector accumulators.
+            next = fold(r.reduce_kind, dtype, a, v, true);
             break;
           case te::ReduceKind::argmax: {
             // The first maximum; the first NaN counts as the maximum.
@@ -2467,6 +2581,9 @@ class FunctionEmitter {
   // vectorizer.
   unsigned row_lanes_ = 0;
   int row_min_size_ = 0;
+  // The stage's lanes an iteration and what runs them (split_across_lanes).
+  unsigned lanes_ = 1;
+  const LaneOps* lane_ops_ = nullptr;
   // Accumulators (vectors an iteration) of vector_reduce's main loop.
   static constexpr int kReduceVectors = 4;
   // While emitting a vector loop's body: its lanes (0 otherwise), its iv
@@ -2688,6 +2805,7 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
   if (options.vector_loops) e.vectorize_rows(options.vector_bits / 32, options.vector_loop_min_size);
+  if (stage.lanes > 1) e.split_across_lanes(stage.lanes, options.lane_ops);
   if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   // A stage left to LLVM's loop vectorizer (no tiles, no vector loop of its
   // own: a cell's math over slices of its gates) gets the width the tiles

@@ -27,8 +27,10 @@
 #include "runtime/native_kernel.hpp"
 
 namespace llvm {
+class IRBuilderBase;
 class LLVMContext;
 class Module;
+class Value;
 }  // namespace llvm
 
 namespace nimble::codegen {
@@ -46,6 +48,18 @@ struct EmittedKernel {
   std::string prologue;             ///< symbol names
   std::vector<std::string> stages;  ///< one per KernelIR stage
   std::vector<ErrorSite> errors;    ///< code k > 0 is errors[k - 1]
+};
+
+/// How the lanes of a stage computed by several threads an iteration
+/// (Stage::lanes > 1: a GPU warp) know which they are and exchange values.
+class LaneOps {
+ public:
+  virtual ~LaneOps() = default;
+  /// This thread's lane: an i64 in [0, lanes).
+  [[nodiscard]] virtual llvm::Value* lane(llvm::IRBuilderBase& b) const = 0;
+  /// The i32 `value` of the lane whose index is this lane's xor `mask`
+  /// (every lane of the stage calls it together).
+  [[nodiscard]] virtual llvm::Value* exchange(llvm::IRBuilderBase& b, llvm::Value* value, unsigned mask) const = 0;
 };
 
 /// What the code is emitted for.
@@ -78,6 +92,18 @@ struct CpuEmitOptions {
   /// The target is x86 with AVX-512: the math expansions of 512-bit vectors
   /// may use its instructions (math.hpp's kX86Avx512Flag).
   bool x86_avx512 = false;
+  /// A stage of several lanes (Stage::lanes > 1) splits each reduction of
+  /// its element across them (codegen/cuda/gpu_schedule.hpp): lane l folds
+  /// the elements whose last coordinate is l, l + lanes, … (in row-major
+  /// order; the first lane starts from the init, the others from the
+  /// fold's identity), the lanes' partials combine in a
+  /// butterfly (offsets lanes / 2, …, 1: each lane folds its partial with
+  /// its partner's), and lane 0 stores. With `lane_ops` the lanes are
+  /// threads (a GPU's warp); null, the host computes every lane of an
+  /// iteration itself, one after another, and the butterfly through memory:
+  /// the same operations in the same order, so the GPU's arithmetic can be
+  /// checked on machines without one.
+  const LaneOps* lane_ops = nullptr;
 
   /// The options for an x86 CPU whose vector registers are `vector_bits`
   /// wide (512: AVX-512):

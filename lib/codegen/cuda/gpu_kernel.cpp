@@ -29,6 +29,7 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/cpu/jit.hpp"
 #include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/cuda/gpu_schedule.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
 #include "runtime/cuda/cuda_kernel.hpp"
@@ -120,10 +121,12 @@ llvm::Function* grid_stride(llvm::Function* stage) {
   return f;
 }
 
-// The PTX entry `name` over grid-stride function `threads`: its thread is
-// ctaid.x * ntid.x + tid.x of nctaid.x * ntid.x; a failure's code goes to
-// *status if nothing is there yet.
-void define_entry(llvm::Function* threads, const std::string& name) {
+// The PTX entry `name` over grid-stride function `threads`, for a stage of
+// `lanes` lanes an iteration: its thread of the grid-stride loop is
+// (ctaid.x * ntid.x + tid.x) / lanes of nctaid.x * ntid.x / lanes (a warp,
+// for 32 lanes: blocks are whole warps); a failure's code goes to *status
+// if nothing is there yet.
+void define_entry(llvm::Function* threads, const std::string& name, unsigned lanes) {
   llvm::Module& m = *threads->getParent();
   llvm::LLVMContext& c = m.getContext();
   llvm::Type* i64 = llvm::Type::getInt64Ty(c);
@@ -139,6 +142,10 @@ void define_entry(llvm::Function* threads, const std::string& name) {
   llvm::Value* thread = b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), block_size),
                                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
   llvm::Value* count = b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), block_size);
+  if (lanes > 1) {
+    thread = b.CreateUDiv(thread, b.getInt64(lanes));
+    count = b.CreateUDiv(count, b.getInt64(lanes));
+  }
   llvm::Value* code = b.CreateCall(threads, {f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(4), f->getArg(5),
                                              thread, count});
   llvm::BasicBlock* failed = llvm::BasicBlock::Create(c, "failed", f);
@@ -242,10 +249,29 @@ std::string prologue_reads_elements(const KernelIR& ir) {
   return "";
 }
 
-// The prologue and stages of `kernel`, the stages as plain loop nests
-// (register tiles off), in a new module of `context`.
-EmittedKernel emit_stages(const KernelIR& kernel, llvm::LLVMContext& context, const std::string& prefix) {
-  return emit_cpu_kernel(kernel, context, prefix, CpuEmitOptions{.vector_bits = 256, .register_tiles = false});
+// A warp's lanes (LaneOps for the emitter): its lane id, and shuffles
+// across the whole warp (a stage of lanes runs whole warps, none of whose
+// lanes leaves early: its elements cannot fail).
+class WarpLanes final : public LaneOps {
+ public:
+  llvm::Value* lane(llvm::IRBuilderBase& b) const override {
+    return b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_laneid, {}, {}), b.getInt64Ty());
+  }
+  llvm::Value* exchange(llvm::IRBuilderBase& b, llvm::Value* value, unsigned mask) const override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                             {b.getInt32(0xffffffffu), value, b.getInt32(mask), b.getInt32(kWarpLanes - 1)});
+  }
+};
+
+const WarpLanes kWarpLaneOps;
+
+// The prologue and stages of `scheduled` (schedule_for_gpu's), the stages
+// as plain loop nests (register tiles off), in a new module of `context`;
+// the lanes of a warp stage are `lanes` (null: the host runs them).
+EmittedKernel emit_stages(const KernelIR& scheduled, llvm::LLVMContext& context, const std::string& prefix,
+                          const LaneOps* lanes) {
+  return emit_cpu_kernel(scheduled, context, prefix,
+                         CpuEmitOptions{.vector_bits = 256, .register_tiles = false, .lane_ops = lanes});
 }
 
 }  // namespace
@@ -253,12 +279,14 @@ EmittedKernel emit_stages(const KernelIR& kernel, llvm::LLVMContext& context, co
 PtxKernel emit_ptx(const KernelIR& kernel, const std::string& symbol_prefix, const CudaTarget& target) {
   (void)target.ptx_version();  // an SM nimble does not target fails before any work
   llvm::LLVMContext context;
-  EmittedKernel emitted = emit_stages(kernel, context, symbol_prefix);
+  const KernelIR scheduled = schedule_for_gpu(kernel);
+  EmittedKernel emitted = emit_stages(scheduled, context, symbol_prefix, &kWarpLaneOps);
   llvm::Module& m = *emitted.module;
   m.getFunction(emitted.prologue)->eraseFromParent();
   PtxKernel out;
-  for (const std::string& stage : emitted.stages) {
-    define_entry(grid_stride(m.getFunction(stage)), stage);
+  for (std::size_t k = 0; k < emitted.stages.size(); ++k) {
+    const std::string& stage = emitted.stages[k];
+    define_entry(grid_stride(m.getFunction(stage)), stage, scheduled.stages[k].lanes);
     out.entries.push_back(stage);
   }
   out.ptx = compile_to_ptx(m, target);
@@ -275,7 +303,7 @@ HostCode gpu_schedule_host_code(const KernelIR& kernel, unsigned threads) {
   NIMBLE_ASSERT(threads >= 1, "a grid has at least one thread");
   return compile_host_code(kernel, [threads](const KernelIR& ir, llvm::LLVMContext& context,
                                              const std::string& prefix) {
-    EmittedKernel emitted = emit_stages(ir, context, prefix);
+    EmittedKernel emitted = emit_stages(schedule_for_gpu(ir), context, prefix, nullptr);
     llvm::Module& m = *emitted.module;
     for (const std::string& stage : emitted.stages) {
       llvm::Function* body = m.getFunction(stage);
@@ -313,7 +341,11 @@ void check_runs_on_gpu(const KernelIR& ir) {
 EmittedKernel emit_gpu_prologue(const KernelIR& ir, llvm::LLVMContext& context, const std::string& prefix) {
   // The stages' loops as the PTX has them, so that the schedule the prologue
   // computes is theirs; their error sites are the PTX's, in the same order.
-  EmittedKernel emitted = emit_stages(ir, context, prefix);
+  // The second word of a stage's schedule is its lanes an iteration, not its
+  // work (which no thread pool reads here): what CudaStages sizes its grid by.
+  KernelIR scheduled = schedule_for_gpu(ir);
+  for (Stage& stage : scheduled.stages) stage.work = te::int_imm(stage.lanes);
+  EmittedKernel emitted = emit_stages(scheduled, context, prefix, &kWarpLaneOps);
   for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
   emitted.stages.clear();
   return emitted;

@@ -1,10 +1,15 @@
 // The GPU's kernels: kernel IR → LLVM IR → PTX through LLVM's NVPTX backend.
 //
-// A stage runs as a grid of threads sharing its outer loop: thread t of T
-// takes the iterations begin + t, begin + t + T, … below end (a grid-stride
-// loop), each the stage's plain loop nest for that one iteration — the code
-// the CPU emitter makes with CpuEmitOptions::register_tiles off, the
-// transcendentals its own expansions (no libdevice). Per stage k the PTX has
+// Each stage is first scheduled for the GPU (gpu_schedule.hpp: a thread an
+// element, a warp an element for reductions along rows), then runs as a
+// grid sharing its outer loop: thread t of T takes the iterations
+// begin + t, begin + t + T, … below end (a grid-stride loop), each the
+// stage's plain loop nest for that one iteration — the code the CPU emitter
+// makes with CpuEmitOptions::register_tiles off, the transcendentals its own
+// expansions (no libdevice). In a stage of 32 lanes an iteration the
+// grid-stride loop's threads are warps (thread / 32 of T / 32) and each
+// reduction of the element is split across the warp's lanes (shuffles;
+// CpuEmitOptions::lane_ops). Per stage k the PTX has
 //
 //   .entry <prefix>_stage<k>(.param .u64 data, .param .u64 dims, .param .u64 info,
 //                            .param .u64 status, .param .u64 begin, .param .u64 end)
@@ -13,11 +18,14 @@
 // status: an i32 in device memory, 0 before the launch, where the first
 // failing iteration to get there leaves its code (1 + the index of its
 // ErrorSite; info then holds a failing iteration's values). The prologue
-// (bindings, dim checks, the schedule) reads shapes only: it runs on the host.
+// (bindings, dim checks, the schedule) reads shapes only: it runs on the
+// host. Its schedule gives per stage the iterations and, where the CPU's
+// has the stage's work, the threads an iteration takes (1, or 32 for a
+// warp): what the runtime sizes the grid by (any grid computes every
+// iteration).
 //
-// This is the first, correct schedule for every kernel class: one outer
-// iteration per thread is a row per thread for reductions and products
-// (shared-memory tiles and warp reductions come next).
+// Products are a thread (batch_matmul) or a warp (dense) an element for
+// now; shared-memory tiles are the next step.
 #pragma once
 
 #include <span>
@@ -62,9 +70,10 @@ struct PtxKernel {
                                        std::span<const te::Tensor> outputs, const CudaTarget& target);
 
 /// The same rule with the GPU's schedule compiled for the host CPU: each
-/// stage's grid of `threads` threads (≥ 1) run one after another over the
-/// iterations the runtime gives the stage. What the GPU's stages compute,
-/// checked on machines without one.
+/// stage's grid of `threads` threads (≥ 1; warps in a stage of lanes, each
+/// running its lanes itself and exchanging through memory in the GPU's
+/// order) run one after another over the iterations the runtime gives the
+/// stage. What the GPU's stages compute, checked on machines without one.
 [[nodiscard]] Ref<Kernel> compile_gpu_schedule_for_host(const std::string& name,
                                                         std::span<const te::Tensor> inputs,
                                                         std::span<const te::Tensor> outputs, unsigned threads);

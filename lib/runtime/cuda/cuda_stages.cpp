@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "nimble/runtime/allocator.hpp"
 #include "support/check.hpp"
@@ -53,7 +54,14 @@ std::int32_t CudaStages::run(void* const* data, const std::int64_t* const* dims,
       const std::int64_t extent = sched[2 * s];
       if (extent <= 0) continue;
       args[5] = static_cast<std::uint64_t>(extent);
-      const std::int64_t blocks = std::min<std::int64_t>(most_blocks, (extent + kBlockThreads - 1) / kBlockThreads);
+      // Threads an iteration takes (a warp for a reduction split across its
+      // lanes). The entry divides the grid by them itself, so that any grid
+      // computes every iteration: this only sizes it.
+      const std::int64_t lanes = std::clamp<std::int64_t>(sched[2 * s + 1], 1, kWarpThreads);
+      const std::int64_t threads = extent > std::numeric_limits<std::int64_t>::max() / lanes
+                                       ? std::numeric_limits<std::int64_t>::max()
+                                       : extent * lanes;
+      const std::int64_t blocks = std::min<std::int64_t>(most_blocks, (threads - 1) / kBlockThreads + 1);
       stream_->launch(entries_[s], {.grid = {static_cast<unsigned>(blocks), 1, 1}, .block = {kBlockThreads, 1, 1}},
                       params, names_[s]);
     }

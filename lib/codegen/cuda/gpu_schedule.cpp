@@ -1,0 +1,149 @@
+#include "codegen/cuda/gpu_schedule.hpp"
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/dot_product.hpp"
+
+namespace nimble::codegen {
+
+namespace {
+
+// A stage's loops, outermost first, and the store inside them (kernel IR
+// nests are perfect: a loop's body is one statement).
+struct Nest {
+  std::vector<const Stmt*> loops;
+  const Stmt* store = nullptr;
+};
+
+Nest nest_of(const Stmt& body) {
+  Nest nest;
+  const Stmt* s = &body;
+  for (; s->kind == Stmt::Kind::loop; s = s->body.get()) nest.loops.push_back(s);
+  nest.store = s;
+  return nest;
+}
+
+template <class Fn>
+void for_each_node(const te::Expr& e, Fn&& fn) {
+  if (!e.defined()) return;
+  fn(e);
+  te::for_each_child(e, [&](const te::Expr& child) { for_each_node(child, fn); });
+}
+
+// Whether evaluating `e` may fail (a checked op or load): a failing lane
+// would leave its warp before the others reach their shuffles.
+bool can_fail(const te::Expr& e) {
+  bool found = false;
+  for_each_node(e, [&](const te::Expr& n) {
+    if (const auto* b = n.as<te::BinaryNode>(); b && b->checked) found = true;
+    if (const auto* l = n.as<te::LoadNode>(); l && l->checked) found = true;
+  });
+  return found;
+}
+
+bool is_var(const te::Expr& e, const te::VarNode* var) { return e.as<te::VarNode>() == var; }
+
+// Whether `index` is the row-major flat index of `vars` over `extents`, as
+// lowering writes a store's: ((v0 * e1 + v1) * e2 + v2) ….
+bool is_row_major(const te::Expr& index, std::span<const Stmt* const> loops) {
+  if (loops.size() == 1) return is_var(index, loops[0]->var.node());
+  const auto* add = index.as<te::BinaryNode>();
+  if (add == nullptr || add->op != te::BinaryOp::add || !is_var(add->b, loops.back()->var.node())) return false;
+  const auto* mul = add->a.as<te::BinaryNode>();
+  return mul != nullptr && mul->op == te::BinaryOp::mul && te::provably_equal(mul->b, loops.back()->extent) &&
+         is_row_major(mul->a, loops.first(loops.size() - 1));
+}
+
+// Whether every load of the stage's own buffer in `value` reads the element
+// being stored: at the element's coordinates, `spatial`'s variables in order
+// (an accumulation, as batch_matmul's). Another element, which another
+// thread may be writing, would make collapsing the loops change the result.
+bool reads_only_own_element(const KernelIR& kernel, const Stage& stage, const te::Expr& value,
+                            std::span<const Stmt* const> spatial) {
+  bool own = true;
+  for_each_node(value, [&](const te::Expr& n) {
+    const auto* l = n.as<te::LoadNode>();
+    if (l == nullptr) return;
+    const auto it = kernel.buffer_of.find(l->tensor.get());
+    if (it == kernel.buffer_of.end() || it->second != stage.output) return;
+    own = own && l->indices.size() == spatial.size();
+    for (std::size_t d = 0; own && d < spatial.size(); ++d) own = is_var(l->indices[d], spatial[d]->var.node());
+  });
+  return own;
+}
+
+// The stage with the loops that index its store collapsed into one parallel
+// loop over its elements and the others inside it (the header's Elements),
+// or nothing where there is nothing to collapse or it would not be exact.
+std::optional<StmtRef> collapsed(const KernelIR& kernel, const Stage& stage) {
+  const Nest nest = nest_of(*stage.body);
+  if (nest.loops.size() < 2) return std::nullopt;
+  std::vector<const Stmt*> spatial;
+  std::vector<const Stmt*> carried;
+  for (const Stmt* loop : nest.loops) {
+    // Extents fixed by the shape alone: the iteration space is a box.
+    for (const Stmt* other : nest.loops)
+      if (depends_on(loop->extent, other->var.node())) return std::nullopt;
+    (depends_on(nest.store->index, loop->var.node()) ? spatial : carried).push_back(loop);
+  }
+  if (spatial.size() < 2 || !is_row_major(nest.store->index, spatial) ||
+      !reads_only_own_element(kernel, stage, nest.store->value, spatial))
+    return std::nullopt;
+  // Element e of the stage's buffer: its coordinate along spatial loop d is
+  // (e / stride_d) % extent_d, stride_d the product of the extents after d.
+  const te::Var element("e");
+  std::unordered_map<const te::VarNode*, te::Expr> coordinate;
+  te::Expr stride = te::int_imm(1);
+  for (std::size_t d = spatial.size(); d-- > 0;) {
+    te::Expr quotient = d + 1 == spatial.size() ? te::Expr(element) : te::Expr(element) / stride;
+    coordinate[spatial[d]->var.node()] = d == 0 ? quotient : quotient % spatial[d]->extent;
+    stride = d + 1 == spatial.size() ? spatial[d]->extent : stride * spatial[d]->extent;
+  }
+  StmtRef body = make_store(nest.store->buffer, element, substitute(nest.store->value, coordinate));
+  for (std::size_t k = carried.size(); k-- > 0;)
+    body = make_loop(carried[k]->var, carried[k]->extent, ForKind::serial, std::move(body));
+  return make_loop(element, stride, ForKind::parallel, std::move(body));
+}
+
+// Whether the stage's element is a reduction along a row that a warp's
+// lanes split (the header's Warps): one parallel loop around the store, an
+// element that cannot fail, and reductions only of the kinds the emitter
+// splits (splits_across_lanes), at least one of them along a last axis of
+// 32 elements or more (or of a length known only at run time).
+bool is_warp_stage(const Stage& stage) {
+  const Nest nest = nest_of(*stage.body);
+  if (nest.loops.size() != 1 || can_fail(nest.store->value)) return false;
+  bool splits = true;
+  bool long_row = false;
+  // The reductions outermost in the value (a reduction's source is checked
+  // by splits_across_lanes).
+  const std::function<void(const te::Expr&)> visit = [&](const te::Expr& e) {
+    if (const auto* r = e.as<te::ReduceNode>()) {
+      splits = splits && splits_across_lanes(*r);
+      if (!r->axes.empty()) {
+        const std::optional<std::int64_t> n = te::as_int(r->axes.back().extent);
+        long_row = long_row || !n || *n >= static_cast<std::int64_t>(kWarpLanes);
+      }
+      return;
+    }
+    te::for_each_child(e, visit);
+  };
+  visit(nest.store->value);
+  return splits && long_row;
+}
+
+}  // namespace
+
+KernelIR schedule_for_gpu(KernelIR kernel) {
+  for (Stage& stage : kernel.stages) {
+    if (std::optional<StmtRef> body = collapsed(kernel, stage)) stage.body = std::move(*body);
+    if (is_warp_stage(stage)) stage.lanes = kWarpLanes;
+  }
+  return kernel;
+}
+
+}  // namespace nimble::codegen

@@ -1,0 +1,38 @@
+// Which GPU threads compute what: a kernel's stages rearranged for a GPU
+// before they are emitted (codegen/cuda/gpu_kernel.hpp), as kernel IR.
+//
+// The CPU gives a thread a range of a stage's outer loop and wants the rows
+// inside it (vectors along them, caches over them). A GPU wants tens of
+// thousands of threads, neighbouring ones reading neighbouring elements:
+//
+//  - Elements. A stage's loops whose variables index its store (its
+//    element's coordinates) collapse into one parallel loop over all its
+//    elements, a GPU thread an element; the loops whose variables do not
+//    index it (batch_matmul's k, accumulating into the element it reads)
+//    stay inside it, in their order, so that every element is updated in the
+//    order the CPU's loops update it. A dense layer's [m, n] products get
+//    m·n threads, not m; batch_matmul's [B, m, n] B·m·n, not B.
+//  - Warps. A stage whose element is a reduction along a row (softmax's max
+//    and sum, layer_norm's sums, a dense product's dot, a sum over an axis)
+//    computes each element by a warp's 32 lanes: lane l folds the row's
+//    elements l, l + 32, … (along the reduction's last axis: neighbouring
+//    lanes read neighbouring elements, one memory transaction a step), the
+//    lanes' partials combine in a butterfly of warp shuffles, and lane 0
+//    stores (Stage::lanes).
+//
+// Shared-memory tiles for the products are a next step.
+#pragma once
+
+#include "codegen/kernel_ir.hpp"
+
+namespace nimble::codegen {
+
+/// The lanes of a GPU warp: Stage::lanes of a stage computed a warp an element.
+inline constexpr unsigned kWarpLanes = 32;
+
+/// `kernel` with its stages scheduled for a GPU as the header says. What it
+/// computes is unchanged; the order of a reduction's sum changes where its
+/// stage runs a warp an element (as reassociated sums do on the CPU).
+[[nodiscard]] KernelIR schedule_for_gpu(KernelIR kernel);
+
+}  // namespace nimble::codegen
