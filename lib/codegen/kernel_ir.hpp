@@ -85,10 +85,18 @@ struct Stage {
   /// Estimated element operations (elements × reduction extent), i64 over the
   /// shape Vars: whether splitting across threads pays.
   te::Expr work;
-  /// Threads that compute each iteration of the outer loop together: 1, or a
-  /// GPU warp's lanes for a stage whose elements are reductions split across
-  /// them (codegen/cuda/gpu_schedule.hpp).
+  /// Threads that compute each iteration of the range together: 1, a GPU
+  /// warp's lanes for a stage whose elements are reductions split across
+  /// them, or a block's threads for a tile of a product
+  /// (codegen/cuda/gpu_schedule.hpp).
   unsigned lanes = 1;
+  /// A dot product computed in shared-memory tiles on a GPU (GpuProductTile
+  /// in codegen/cpu/kernel_emitter.hpp): its range is `tiles`, not its outer
+  /// loop.
+  bool product_tiles = false;
+  /// The tiles of a stage of product tiles: the outer loops' iterations ×
+  /// the row tiles × the column tiles (undefined otherwise).
+  te::Expr tiles;
 };
 
 struct KernelIR {

@@ -161,9 +161,87 @@ TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element wher
     CHECK(gpu_lanes(ops::sum(), {f32({n, 50, 4})}, two_axes) == Lanes{1});
     // argmax keeps the first maximum's index: a butterfly would not.
     CHECK(gpu_lanes(ops::argmax(), {f32({n, 100})}, {{"axis", std::int64_t{1}}}) == Lanes{1});
-    // A dense layer's dot products a warp an element; layer_norm's sums.
-    CHECK(gpu_lanes(ops::dense(), {f32({n, 64}), f32({48, 64}), f32({48})}) == Lanes{32});
+    // A row of dot products (a dense layer of one row) a warp an element;
+    // layer_norm's sums.
+    CHECK(gpu_lanes(ops::dense(), {f32({1, 64}), f32({48, 64}), f32({48})}) == Lanes{32});
     CHECK(gpu_lanes(ops::layer_norm(), {f32({n, 64}), f32({64}), f32({64})}) == Lanes({32, 32, 1}));
+  }
+  SECTION("which products are tiles: dot products of 16 rows or more, or rows known at run time") {
+    const codegen::KernelIR dense =
+        codegen::schedule_for_gpu(rule_of(ops::dense(), {f32({n, 64}), f32({48, 64}), f32({48})}).ir);
+    REQUIRE(dense.stages.size() == 1);
+    CHECK(dense.stages[0].product_tiles);
+    CHECK(dense.stages[0].lanes == codegen::GpuProductTile::kThreads);
+    CHECK(te::to_string(dense.stages[0].tiles) == "floordiv((n + 63), 64)");  // 48 columns: one tile
+    CHECK(gpu_lanes(ops::dense(), {f32({16, 64}), f32({48, 64}), f32({48})}) == Lanes{256});
+    CHECK(gpu_lanes(ops::dense(), {f32({15, 64}), f32({48, 64}), f32({48})}) == Lanes{32});
+    // q · kᵀ over a batch: a tile of one batch's rows and columns.
+    const ir::Dim m("m");
+    const codegen::KernelIR scores = codegen::schedule_for_gpu(
+        rule_of(ops::batch_matmul(), {f32({3, n, 64}), f32({3, m, 64})}, {{"transpose_b", true}}).ir);
+    CHECK(scores.stages.back().product_tiles);
+    CHECK(te::to_string(scores.stages.back().tiles) == "((3 * floordiv((n + 63), 64)) * floordiv((m + 63), 64))");
+  }
+}
+
+TEST_CASE("cuda: a product's shared-memory tiles: staged rows, sums a thread, the epilogue where in range",
+          "[cuda]") {
+  const std::string ptxas = find_ptxas();
+  if (ptxas.empty()) WARN("ptxas not run: the CUDA toolkit is not installed");
+  Rng rng(20261206);
+  const ir::Dim n("n");
+  const ir::Dim m("m");
+  const auto f32 = [](std::vector<ir::Dim> shape) { return ir::tensor_type(std::move(shape), DType::f32); };
+  struct Case {
+    const ir::OpDef* op;
+    std::vector<ir::Type> types;
+    std::vector<Ints> shapes;
+    ir::Attrs attrs;
+  };
+  // Rows, columns and k that are not multiples of the tile's (70 x 130 x
+  // 37: partial tiles and a partial last step of k), exact ones, one tile
+  // with one row; an epilogue (dense's bias) and a batch.
+  const Case cases[] = {
+      {&ops::dense(), {f32({n, 37}), f32({130, 37}), f32({130})}, {{70, 37}, {130, 37}, {130}}, {}},
+      {&ops::dense(), {f32({n, 32}), f32({64, 32}), f32({64})}, {{128, 32}, {64, 32}, {64}}, {}},
+      {&ops::dense(), {f32({n, 5}), f32({3, 5}), f32({3})}, {{1, 5}, {3, 5}, {3}}, {}},
+      {&ops::batch_matmul(), {f32({3, n, 20}), f32({3, m, 20})}, {{3, 65, 20}, {3, 17, 20}}, {{"transpose_b", true}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.op->name << " of " << c.shapes[0][0] << " x " << c.shapes[0].back());
+    const Rule rule = rule_of(*c.op, c.types, c.attrs);
+    REQUIRE(codegen::schedule_for_gpu(rule.ir).stages.back().product_tiles);
+    std::vector<Value> args;
+    std::vector<Tensor> inputs;
+    for (const Ints& shape : c.shapes) {
+      inputs.push_back(random_tensor(rng, shape, DType::f32, {.lo = -2, .hi = 2, .specials = false}));
+      args.emplace_back(inputs.back());
+    }
+    const Tensor expected = c.op->reference(args, c.attrs).tensor();
+    // One grid-stride thread (a block) takes every tile; two; more than there are.
+    for (const unsigned blocks : {1u, 2u, 64u}) {
+      Tensor out = Tensor::empty(expected.shape(), DType::f32);
+      codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, blocks)
+          ->run(inputs, std::vector<Tensor>{out});
+      // Sums of up to 37 products of |x| <= 2, fused multiply-adds in k's
+      // order: within 37 * 4 * 2^-22 of the reference's.
+      CHECK_THAT(out, IsCloseTo(expected, {.rtol = 1e-5, .atol = 1e-4}));
+    }
+    // The PTX: shared arrays read through ld.shared, two barriers a step of
+    // k; ptxas accepts it.
+    for (const int sm : {80, 90}) {
+      const codegen::PtxKernel kernel = codegen::emit_ptx(rule.ir, "tiles", {sm});
+      CHECK(kernel.ptx.find(".shared .align 16 .b8 a_tile[4160]") != std::string::npos);
+      CHECK(kernel.ptx.find(".shared .align 16 .b8 b_tile[4160]") != std::string::npos);
+      CHECK(kernel.ptx.find("ld.shared.f32") != std::string::npos);
+      std::size_t barriers = 0;
+      for (std::size_t at = 0; (at = kernel.ptx.find("bar.sync", at)) != std::string::npos; ++at) ++barriers;
+      CHECK(barriers == 2);
+      if (ptxas.empty()) continue;
+      const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
+      INFO("sm_" << sm << ":\n" << result.log << "\n" << kernel.ptx);
+      CHECK(result.status == 0);
+    }
   }
 }
 

@@ -269,9 +269,9 @@ class FunctionEmitter {
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
   // A stage of `lanes` lanes an iteration: its reductions split across them
   // (lane_reduce), run by `ops` (null: by the host, lane after lane).
-  void split_across_lanes(unsigned lanes, const LaneOps* ops) {
+  void split_across_lanes(unsigned lanes, const GpuOps* ops) {
     lanes_ = lanes;
-    lane_ops_ = ops;
+    gpu_ = ops;
   }
 
   llvm::Value* dim_of(int buffer, int d) {
@@ -303,8 +303,8 @@ class FunctionEmitter {
     if (s.kind == Stmt::Kind::store) {
       llvm::Value* index = expr(s.index);
       llvm::Value* value = expr(s.value);
-      if (lanes_ > 1 && lane_ops_ != nullptr)  // every lane has the value: the first stores it
-        if_else(b_.CreateICmpEQ(lane_ops_->lane(b_), b_.getInt64(0)), "lane0", [&] { store(s.buffer, index, value); },
+      if (lanes_ > 1 && gpu_ != nullptr)  // every lane has the value: the first stores it
+        if_else(b_.CreateICmpEQ(gpu_->lane(b_), b_.getInt64(0)), "lane0", [&] { store(s.buffer, index, value); },
                 [] {});
       else
         store(s.buffer, index, value);
@@ -449,6 +449,165 @@ class FunctionEmitter {
     around(dot.outer, begin, end, [&](llvm::Value* b, llvm::Value* e) { dot_tiles(b, e); });
     for (const Stmt* loop : dot.unit) vars_.erase(loop->var.node());
     dot_ = nullptr;
+  }
+
+  // A dot-product stage in a GPU's shared-memory tiles (Stage::product_tiles,
+  // GpuProductTile); [begin, end) is of tiles, row-major over the outer
+  // loops, the row tiles and the column tiles. In each tile every thread
+  // zeroes its sums; then for each kDepth steps of k the block stages the
+  // tile's rows of a and of b in shared memory, step-major (thread t takes
+  // elements t, t + kThreads, … of each, neighbouring threads neighbouring
+  // steps of a row: one transaction a row), waits, and every thread
+  // multiply-adds its sums over those steps, and waits again; last, each
+  // thread stores its elements that are in range through the epilogue. A
+  // row, column or step out of range is staged as 0 from a clamped element,
+  // so every load is in its buffer and no sum changes.
+  void gpu_product_tiles(const DotProductStage& dot, llvm::Value* begin, llvm::Value* end) {
+    using Tile = GpuProductTile;
+    constexpr int kRowsEach = Tile::kRows / Tile::kSide;
+    constexpr int kColsEach = Tile::kCols / Tile::kSide;
+    constexpr int kSums = kRowsEach * kColsEach;
+    llvm::Type* f32 = b_.getFloatTy();
+    llvm::Value* rows = dot.rows ? expr(dot.rows->extent) : b_.getInt64(1);
+    llvm::Value* cols = expr(dot.cols->extent);
+    llvm::Value* depth = expr(dot.sum->axes[0].extent);
+    const te::VarNode* k_var = dot.sum->axes[0].var.node();
+    const auto ceil_div = [&](llvm::Value* n, int d) {
+      return b_.CreateUDiv(b_.CreateAdd(n, b_.getInt64(d - 1)), b_.getInt64(d));
+    };
+    llvm::Value* row_tiles = ceil_div(rows, Tile::kRows);
+    llvm::Value* col_tiles = ceil_div(cols, Tile::kCols);
+    std::vector<llvm::Value*> outer_extents;
+    for (const Stmt* loop : dot.outer) outer_extents.push_back(expr(loop->extent));
+    for (const Stmt* loop : dot.unit) vars_[loop->var.node()] = b_.getInt64(0);
+    // A step's rows of a, then of b, one more than the tile apart: the 16
+    // threads that stage 16 steps of one row store to 16 banks, not one.
+    constexpr int kAStride = Tile::kRows + 1;
+    constexpr int kBStride = Tile::kCols + 1;
+    llvm::Value* a_tile = shared_floats(Tile::kDepth * kAStride, "a_tile");
+    llvm::Value* b_tile = shared_floats(Tile::kDepth * kBStride, "b_tile");
+    // The threads' sums: registers on a GPU, an array of every thread's on the host.
+    llvm::Value* all_sums = local(llvm::ArrayType::get(f32, gpu_ ? kSums : kSums * Tile::kThreads));
+    const auto sums_of = [&](llvm::Value* t) {
+      return gpu_ ? all_sums : b_.CreateInBoundsGEP(f32, all_sums, b_.CreateMul(t, b_.getInt64(kSums)));
+    };
+    const auto sum_at = [&](llvm::Value* sums, int s) { return b_.CreateConstInBoundsGEP1_64(f32, sums, s); };
+    const auto at = [&](llvm::Value* array, llvm::Value* index) { return b_.CreateInBoundsGEP(f32, array, index); };
+    // Element (index, k) of operand `load` (index along `var`, below
+    // `extent`) into `to`: 0 where either is out of range.
+    const auto stage_element = [&](const te::LoadNode& operand, const Stmt* var, llvm::Value* index,
+                                   llvm::Value* extent, llvm::Value* k, llvm::Value* to) {
+      llvm::Value* inside = b_.CreateAnd(b_.CreateICmpULT(index, extent), b_.CreateICmpULT(k, depth));
+      if (var)
+        vars_[var->var.node()] =
+            b_.CreateSelect(b_.CreateICmpULT(index, extent), index, b_.CreateSub(extent, b_.getInt64(1)));
+      vars_[k_var] = b_.CreateSelect(b_.CreateICmpULT(k, depth), k, b_.CreateSub(depth, b_.getInt64(1)));
+      b_.CreateStore(b_.CreateSelect(inside, load(operand), llvm::ConstantFP::get(f32, 0.0)), to);
+    };
+    loop(begin, end, [&](llvm::Value* tile) {
+      llvm::Value* col_tile = b_.CreateURem(tile, col_tiles);
+      llvm::Value* rest = b_.CreateUDiv(tile, col_tiles);
+      llvm::Value* row_tile = b_.CreateURem(rest, row_tiles);
+      rest = b_.CreateUDiv(rest, row_tiles);
+      for (std::size_t d = dot.outer.size(); d-- > 0;) {
+        vars_[dot.outer[d]->var.node()] = d == 0 ? rest : b_.CreateURem(rest, outer_extents[d]);
+        if (d > 0) rest = b_.CreateUDiv(rest, outer_extents[d]);
+      }
+      llvm::Value* i0 = b_.CreateMul(row_tile, b_.getInt64(Tile::kRows));
+      llvm::Value* j0 = b_.CreateMul(col_tile, b_.getInt64(Tile::kCols));
+      each_thread([&](llvm::Value* t) {
+        llvm::Value* sums = sums_of(t);
+        for (int s = 0; s < kSums; ++s) b_.CreateStore(llvm::ConstantFP::get(f32, 0.0), sum_at(sums, s));
+      });
+      stepped_loop(b_.getInt64(0), depth, b_.getInt64(Tile::kDepth), false, [&](llvm::Value* k0) {
+        each_thread([&](llvm::Value* t) {
+          for (int q = 0; q < Tile::kRows * Tile::kDepth / Tile::kThreads; ++q) {
+            llvm::Value* e = b_.CreateAdd(t, b_.getInt64(q * Tile::kThreads));
+            llvm::Value* step = b_.CreateURem(e, b_.getInt64(Tile::kDepth));
+            llvm::Value* row = b_.CreateUDiv(e, b_.getInt64(Tile::kDepth));
+            llvm::Value* k = b_.CreateAdd(k0, step);
+            stage_element(*dot.a, dot.rows, b_.CreateAdd(i0, row), rows, k,
+                          at(a_tile, b_.CreateAdd(b_.CreateMul(step, b_.getInt64(kAStride)), row)));
+          }
+          for (int q = 0; q < Tile::kCols * Tile::kDepth / Tile::kThreads; ++q) {
+            llvm::Value* e = b_.CreateAdd(t, b_.getInt64(q * Tile::kThreads));
+            llvm::Value* step = b_.CreateURem(e, b_.getInt64(Tile::kDepth));
+            llvm::Value* col = b_.CreateUDiv(e, b_.getInt64(Tile::kDepth));
+            llvm::Value* k = b_.CreateAdd(k0, step);
+            stage_element(*dot.b, dot.cols, b_.CreateAdd(j0, col), cols, k,
+                          at(b_tile, b_.CreateAdd(b_.CreateMul(step, b_.getInt64(kBStride)), col)));
+          }
+        });
+        block_barrier();
+        each_thread([&](llvm::Value* t) {
+          llvm::Value* y = b_.CreateUDiv(t, b_.getInt64(Tile::kSide));
+          llvm::Value* x = b_.CreateURem(t, b_.getInt64(Tile::kSide));
+          llvm::Value* sums = sums_of(t);
+          // Steps past depth were staged as 0: adding them changes no sum.
+          for (int step = 0; step < Tile::kDepth; ++step) {
+            std::vector<llvm::Value*> av;
+            std::vector<llvm::Value*> bv;
+            for (int r = 0; r < kRowsEach; ++r)
+              av.push_back(b_.CreateLoad(f32, at(a_tile, b_.CreateAdd(y, b_.getInt64(step * kAStride + r * Tile::kSide)))));
+            for (int c = 0; c < kColsEach; ++c)
+              bv.push_back(b_.CreateLoad(f32, at(b_tile, b_.CreateAdd(x, b_.getInt64(step * kBStride + c * Tile::kSide)))));
+            for (int r = 0; r < kRowsEach; ++r)
+              for (int c = 0; c < kColsEach; ++c) {
+                llvm::Value* p = sum_at(sums, r * kColsEach + c);
+                b_.CreateStore(call(llvm::Intrinsic::fmuladd, {av[r], bv[c], b_.CreateLoad(f32, p)}), p);
+              }
+          }
+        });
+        block_barrier();
+      });
+      each_thread([&](llvm::Value* t) {
+        llvm::Value* y = b_.CreateUDiv(t, b_.getInt64(Tile::kSide));
+        llvm::Value* x = b_.CreateURem(t, b_.getInt64(Tile::kSide));
+        llvm::Value* sums = sums_of(t);
+        for (int r = 0; r < kRowsEach; ++r)
+          for (int c = 0; c < kColsEach; ++c) {
+            llvm::Value* i = b_.CreateAdd(i0, b_.CreateAdd(y, b_.getInt64(r * Tile::kSide)));
+            llvm::Value* j = b_.CreateAdd(j0, b_.CreateAdd(x, b_.getInt64(c * Tile::kSide)));
+            if_else(b_.CreateAnd(b_.CreateICmpULT(i, rows), b_.CreateICmpULT(j, cols)), "tile.element", [&] {
+              if (dot.rows) vars_[dot.rows->var.node()] = i;
+              vars_[dot.cols->var.node()] = j;
+              llvm::Value* total = b_.CreateFAdd(expr(dot.sum->init), b_.CreateLoad(f32, sum_at(sums, r * kColsEach + c)));
+              sums_[dot.sum] = total;
+              llvm::Value* value = expr(dot.store->value);
+              sums_.erase(dot.sum);
+              store(dot.store->buffer, expr(dot.store->index), value);
+            }, [] {});
+          }
+      });
+    });
+    for (const Stmt* loop : dot.outer) vars_.erase(loop->var.node());
+    for (const Stmt* loop : dot.unit) vars_.erase(loop->var.node());
+    if (dot.rows) vars_.erase(dot.rows->var.node());
+    vars_.erase(dot.cols->var.node());
+    vars_.erase(k_var);
+  }
+
+  // body(thread) for each thread of the block: on a GPU, this one; on the
+  // host, every one in turn (each step between two barriers a loop).
+  template <class Body>
+  void each_thread(Body&& body) {
+    if (gpu_) {
+      body(gpu_->thread(b_));
+      return;
+    }
+    loop(b_.getInt64(0), b_.getInt64(GpuProductTile::kThreads), std::forward<Body>(body));
+  }
+
+  // A barrier of the block's threads (the host's loops already are one).
+  void block_barrier() {
+    if (gpu_) gpu_->barrier(b_);
+  }
+
+  // `count` floats the block's threads share: shared memory on a GPU, the
+  // stack on the host.
+  llvm::Value* shared_floats(unsigned count, const char* name) {
+    if (gpu_) return gpu_->shared_floats(b_, count, name);
+    return local(llvm::ArrayType::get(b_.getFloatTy(), count));
   }
 
   // An outer-product stage (dot_product.hpp) as tiles of kOuterRows rows ×
@@ -958,7 +1117,7 @@ class FunctionEmitter {
   }
 
   // A reduction of a stage of several lanes (lanes_ > 1), split across them
-  // (CpuEmitOptions::lane_ops): every lane gets the whole reduction.
+  // (CpuEmitOptions::gpu): every lane gets the whole reduction.
   llvm::Value* lane_reduce(const te::ReduceNode& r) {
     const DType dtype = r.source.dtype();
     llvm::Type* type = compute_type(c_, dtype);
@@ -990,8 +1149,8 @@ class FunctionEmitter {
       nest(0);
       return b_.CreateLoad(type, acc);
     };
-    if (lane_ops_ != nullptr) {
-      llvm::Value* sum = partial(lane_ops_->lane(b_));
+    if (gpu_ != nullptr) {
+      llvm::Value* sum = partial(gpu_->lane(b_));
       for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2)
         sum = fold(r.reduce_kind, dtype, sum, exchange(sum, mask), false);
       return sum;
@@ -1016,7 +1175,7 @@ class FunctionEmitter {
     return b_.CreateLoad(type, at(now, b_.getInt64(0)));
   }
 
-  // Another lane's `v` (lane_ops_->exchange), in 32-bit pieces.
+  // Another lane's `v` (GpuOps::exchange), in 32-bit pieces.
   llvm::Value* exchange(llvm::Value* v, unsigned mask) {
     llvm::Type* type = v->getType();
     llvm::Type* i32 = b_.getInt32Ty();
@@ -1025,12 +1184,12 @@ class FunctionEmitter {
       auto* halves = llvm::FixedVectorType::get(i32, 2);
       llvm::Value* h = b_.CreateBitCast(v, halves);
       for (unsigned k = 0; k < 2; ++k)
-        h = b_.CreateInsertElement(h, lane_ops_->exchange(b_, b_.CreateExtractElement(h, k), mask), k);
+        h = b_.CreateInsertElement(h, gpu_->exchange(b_, b_.CreateExtractElement(h, k), mask), k);
       return b_.CreateBitCast(h, type);
     }
-    if (type->isFloatTy()) return b_.CreateBitCast(lane_ops_->exchange(b_, b_.CreateBitCast(v, i32), mask), type);
+    if (type->isFloatTy()) return b_.CreateBitCast(gpu_->exchange(b_, b_.CreateBitCast(v, i32), mask), type);
     NIMBLE_ASSERT(type->isIntegerTy() && bits <= 32, "exchange: a value of 32 or 64 bits, or a narrower integer");
-    return b_.CreateTrunc(lane_ops_->exchange(b_, b_.CreateZExt(v, i32), mask), type);
+    return b_.CreateTrunc(gpu_->exchange(b_, b_.CreateZExt(v, i32), mask), type);
   }
 
   llvm::Value* reduce(const te::ReduceNode& r) {
@@ -2583,7 +2742,7 @@ class FunctionEmitter {
   int row_min_size_ = 0;
   // The stage's lanes an iteration and what runs them (split_across_lanes).
   unsigned lanes_ = 1;
-  const LaneOps* lane_ops_ = nullptr;
+  const GpuOps* gpu_ = nullptr;
   // Accumulators (vectors an iteration) of vector_reduce's main loop.
   static constexpr int kReduceVectors = 4;
   // While emitting a vector loop's body: its lanes (0 otherwise), its iv
@@ -2621,6 +2780,7 @@ struct SplitRange {
 };
 
 SplitRange split_range(const KernelIR& kernel, const Stage& stage, const CpuEmitOptions& options) {
+  if (stage.product_tiles) return {&stage.tiles};
   if (!options.register_tiles) return {&stage.body->extent};
   if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
     return {&dot->cols->extent, dot_tile(options.vector_bits).cols};
@@ -2805,7 +2965,7 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
   if (options.vector_loops) e.vectorize_rows(options.vector_bits / 32, options.vector_loop_min_size);
-  if (stage.lanes > 1) e.split_across_lanes(stage.lanes, options.lane_ops);
+  if (stage.lanes > 1) e.split_across_lanes(stage.lanes, options.gpu);
   if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   // A stage left to LLVM's loop vectorizer (no tiles, no vector loop of its
   // own: a cell's math over slices of its gates) gets the width the tiles
@@ -2815,7 +2975,11 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   // within noise).
   if (!(vector || dot || op) && options.vector_bits >= 512)
     fn->addFnAttr("prefer-vector-width", std::to_string(options.vector_bits));
-  if (vector)
+  if (stage.product_tiles) {
+    const std::optional<DotProductStage> tiled = match_dot_product(state.kernel, stage);
+    NIMBLE_ASSERT(tiled.has_value(), "a stage of product tiles is a dot product");
+    e.gpu_product_tiles(*tiled, e.arg(3), e.arg(4));
+  } else if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
   else if (dot)
     e.dot_product_stage(*dot, dot_tile(options.vector_bits), e.arg(3), e.arg(4));

@@ -50,16 +50,39 @@ struct EmittedKernel {
   std::vector<ErrorSite> errors;    ///< code k > 0 is errors[k - 1]
 };
 
-/// How the lanes of a stage computed by several threads an iteration
-/// (Stage::lanes > 1: a GPU warp) know which they are and exchange values.
-class LaneOps {
+/// What the threads of a GPU stage computed by several threads an iteration
+/// (Stage::lanes > 1: a warp's lanes, or a block's threads) use to work
+/// together. The emitter asks for them only there.
+class GpuOps {
  public:
-  virtual ~LaneOps() = default;
-  /// This thread's lane: an i64 in [0, lanes).
+  virtual ~GpuOps() = default;
+  /// This thread's lane in its warp: an i64 in [0, 32).
   [[nodiscard]] virtual llvm::Value* lane(llvm::IRBuilderBase& b) const = 0;
   /// The i32 `value` of the lane whose index is this lane's xor `mask`
-  /// (every lane of the stage calls it together).
+  /// (every lane of the warp calls it together).
   [[nodiscard]] virtual llvm::Value* exchange(llvm::IRBuilderBase& b, llvm::Value* value, unsigned mask) const = 0;
+  /// This thread's index in its block: an i64 in [0, block size).
+  [[nodiscard]] virtual llvm::Value* thread(llvm::IRBuilderBase& b) const = 0;
+  /// Waits until every thread of the block got here; what they wrote to
+  /// shared memory before is visible after.
+  virtual void barrier(llvm::IRBuilderBase& b) const = 0;
+  /// A pointer (generic address space) to `count` floats of the block's
+  /// shared memory, a new array each call, named `name`.
+  [[nodiscard]] virtual llvm::Value* shared_floats(llvm::IRBuilderBase& b, unsigned count,
+                                                   const char* name) const = 0;
+};
+
+/// A dot-product stage (dot_product.hpp) scheduled for a GPU in shared-
+/// memory tiles (Stage::product_tiles): a block of kThreads threads computes
+/// a tile of kRows × kCols elements of one batch, staging kDepth steps of k
+/// of a's rows and b's rows in shared memory at a time; thread (y, x) of the
+/// 16 × 16 sums rows y, y + 16, … and columns x, x + 16, … of it.
+struct GpuProductTile {
+  static constexpr int kRows = 64;
+  static constexpr int kCols = 64;
+  static constexpr int kDepth = 16;
+  static constexpr int kSide = 16;  ///< threads along rows and along columns
+  static constexpr int kThreads = kSide * kSide;
 };
 
 /// What the code is emitted for.
@@ -93,17 +116,18 @@ struct CpuEmitOptions {
   /// may use its instructions (math.hpp's kX86Avx512Flag).
   bool x86_avx512 = false;
   /// A stage of several lanes (Stage::lanes > 1) splits each reduction of
-  /// its element across them (codegen/cuda/gpu_schedule.hpp): lane l folds
-  /// the elements whose last coordinate is l, l + lanes, … (in row-major
-  /// order; the first lane starts from the init, the others from the
-  /// fold's identity), the lanes' partials combine in a
-  /// butterfly (offsets lanes / 2, …, 1: each lane folds its partial with
-  /// its partner's), and lane 0 stores. With `lane_ops` the lanes are
-  /// threads (a GPU's warp); null, the host computes every lane of an
-  /// iteration itself, one after another, and the butterfly through memory:
-  /// the same operations in the same order, so the GPU's arithmetic can be
-  /// checked on machines without one.
-  const LaneOps* lane_ops = nullptr;
+  /// its element across a warp's lanes (codegen/cuda/gpu_schedule.hpp):
+  /// lane l folds the elements whose last coordinate is l, l + 32, … (in
+  /// row-major order; the first lane starts from the init, the others from
+  /// the fold's identity), the lanes' partials combine in a butterfly
+  /// (offsets 16, …, 1: each lane folds its partial with its partner's), and
+  /// lane 0 stores; a stage of product tiles runs GpuProductTile's schedule.
+  /// With `gpu` the threads are a GPU's; null, the host runs every thread of
+  /// an iteration itself — each step between two barriers (or exchanges) for
+  /// all threads, one after another, their private values and the block's
+  /// shared memory in arrays — the same operations in the same order, so the
+  /// GPU's arithmetic and indexing can be checked on machines without one.
+  const GpuOps* gpu = nullptr;
 
   /// The options for an x86 CPU whose vector registers are `vector_bits`
   /// wide (512: AVX-512):

@@ -4,6 +4,7 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
@@ -33,6 +34,7 @@
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
 #include "runtime/cuda/cuda_kernel.hpp"
+#include "runtime/cuda/cuda_stages.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
@@ -121,11 +123,14 @@ llvm::Function* grid_stride(llvm::Function* stage) {
   return f;
 }
 
+// A tile's threads are a block's: its entry's grid-stride threads are blocks.
+static_assert(GpuProductTile::kThreads == cuda::CudaStages::kBlockThreads);
+
 // The PTX entry `name` over grid-stride function `threads`, for a stage of
 // `lanes` lanes an iteration: its thread of the grid-stride loop is
 // (ctaid.x * ntid.x + tid.x) / lanes of nctaid.x * ntid.x / lanes (a warp,
-// for 32 lanes: blocks are whole warps); a failure's code goes to *status
-// if nothing is there yet.
+// for 32 lanes: blocks are whole warps; a block for a tile's 256); a
+// failure's code goes to *status if nothing is there yet.
 void define_entry(llvm::Function* threads, const std::string& name, unsigned lanes) {
   llvm::Module& m = *threads->getParent();
   llvm::LLVMContext& c = m.getContext();
@@ -249,10 +254,12 @@ std::string prologue_reads_elements(const KernelIR& ir) {
   return "";
 }
 
-// A warp's lanes (LaneOps for the emitter): its lane id, and shuffles
-// across the whole warp (a stage of lanes runs whole warps, none of whose
-// lanes leaves early: its elements cannot fail).
-class WarpLanes final : public LaneOps {
+// The GPU's threads for the emitter (GpuOps) through NVVM's intrinsics: the
+// lane id and shuffles across the whole warp (a stage of lanes runs whole
+// warps, none of whose lanes leaves early: its elements cannot fail), the
+// thread in the block, bar.sync 0, and shared memory as addrspace(3)
+// arrays (NVPTX infers ld.shared / st.shared from their generic pointers).
+class NvvmOps final : public GpuOps {
  public:
   llvm::Value* lane(llvm::IRBuilderBase& b) const override {
     return b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_laneid, {}, {}), b.getInt64Ty());
@@ -261,17 +268,33 @@ class WarpLanes final : public LaneOps {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
                              {b.getInt32(0xffffffffu), value, b.getInt32(mask), b.getInt32(kWarpLanes - 1)});
   }
+  llvm::Value* thread(llvm::IRBuilderBase& b) const override {
+    return b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}), b.getInt64Ty());
+  }
+  void barrier(llvm::IRBuilderBase& b) const override { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+  llvm::Value* shared_floats(llvm::IRBuilderBase& b, unsigned count, const char* name) const override {
+    llvm::Module& m = *b.GetInsertBlock()->getModule();
+    auto* type = llvm::ArrayType::get(b.getFloatTy(), count);
+    auto* array = new llvm::GlobalVariable(m, type, false, llvm::GlobalValue::InternalLinkage,
+                                           llvm::PoisonValue::get(type), name, nullptr,
+                                           llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+    array->setAlignment(llvm::Align(16));
+    return b.CreateAddrSpaceCast(array, b.getPtrTy());
+  }
+
+ private:
+  static constexpr unsigned kSharedAddressSpace = 3;
 };
 
-const WarpLanes kWarpLaneOps;
+const NvvmOps kNvvmOps;
 
 // The prologue and stages of `scheduled` (schedule_for_gpu's), the stages
 // as plain loop nests (register tiles off), in a new module of `context`;
 // the lanes of a warp stage are `lanes` (null: the host runs them).
 EmittedKernel emit_stages(const KernelIR& scheduled, llvm::LLVMContext& context, const std::string& prefix,
-                          const LaneOps* lanes) {
+                          const GpuOps* lanes) {
   return emit_cpu_kernel(scheduled, context, prefix,
-                         CpuEmitOptions{.vector_bits = 256, .register_tiles = false, .lane_ops = lanes});
+                         CpuEmitOptions{.vector_bits = 256, .register_tiles = false, .gpu = lanes});
 }
 
 }  // namespace
@@ -280,7 +303,7 @@ PtxKernel emit_ptx(const KernelIR& kernel, const std::string& symbol_prefix, con
   (void)target.ptx_version();  // an SM nimble does not target fails before any work
   llvm::LLVMContext context;
   const KernelIR scheduled = schedule_for_gpu(kernel);
-  EmittedKernel emitted = emit_stages(scheduled, context, symbol_prefix, &kWarpLaneOps);
+  EmittedKernel emitted = emit_stages(scheduled, context, symbol_prefix, &kNvvmOps);
   llvm::Module& m = *emitted.module;
   m.getFunction(emitted.prologue)->eraseFromParent();
   PtxKernel out;
@@ -345,7 +368,7 @@ EmittedKernel emit_gpu_prologue(const KernelIR& ir, llvm::LLVMContext& context, 
   // work (which no thread pool reads here): what CudaStages sizes its grid by.
   KernelIR scheduled = schedule_for_gpu(ir);
   for (Stage& stage : scheduled.stages) stage.work = te::int_imm(stage.lanes);
-  EmittedKernel emitted = emit_stages(scheduled, context, prefix, &kWarpLaneOps);
+  EmittedKernel emitted = emit_stages(scheduled, context, prefix, &kNvvmOps);
   for (const std::string& stage : emitted.stages) emitted.module->getFunction(stage)->eraseFromParent();
   emitted.stages.clear();
   return emitted;

@@ -9,7 +9,7 @@
 // expansions (no libdevice). In a stage of 32 lanes an iteration the
 // grid-stride loop's threads are warps (thread / 32 of T / 32) and each
 // reduction of the element is split across the warp's lanes (shuffles;
-// CpuEmitOptions::lane_ops). Per stage k the PTX has
+// CpuEmitOptions::gpu). Per stage k the PTX has
 //
 //   .entry <prefix>_stage<k>(.param .u64 data, .param .u64 dims, .param .u64 info,
 //                            .param .u64 status, .param .u64 begin, .param .u64 end)

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/dot_product.hpp"
 
 namespace nimble::codegen {
@@ -44,6 +45,9 @@ bool can_fail(const te::Expr& e) {
   });
   return found;
 }
+
+// Fewer rows than this make a dot product a warp an element, not tiles.
+constexpr std::int64_t kMinTileRows = 16;
 
 bool is_var(const te::Expr& e, const te::VarNode* var) { return e.as<te::VarNode>() == var; }
 
@@ -136,10 +140,36 @@ bool is_warp_stage(const Stage& stage) {
   return splits && long_row;
 }
 
+// The tiles of `stage` as a product in shared-memory tiles (the header's
+// Tiles), or nothing where it is no dot product, has no rows or fewer than
+// kMinTileRows of them (a row of products is a warp an element: each reads
+// a row of b once, coalesced), or an element that can fail (a failing
+// thread would leave its block's barriers).
+std::optional<te::Expr> product_tiles(const KernelIR& kernel, const Stage& stage) {
+  const std::optional<DotProductStage> dot = match_dot_product(kernel, stage);
+  if (!dot || dot->rows == nullptr || can_fail(dot->store->value)) return std::nullopt;
+  if (const std::optional<std::int64_t> rows = te::as_int(dot->rows->extent); rows && *rows < kMinTileRows)
+    return std::nullopt;
+  const auto tiles_along = [](const te::Expr& extent, int tile) {
+    return te::floordiv(extent + te::int_imm(tile - 1), te::int_imm(tile));
+  };
+  std::vector<te::Expr> tiles;
+  for (const Stmt* loop : dot->outer) tiles.push_back(loop->extent);
+  tiles.push_back(tiles_along(dot->rows->extent, GpuProductTile::kRows));
+  tiles.push_back(tiles_along(dot->cols->extent, GpuProductTile::kCols));
+  return te::product(tiles);
+}
+
 }  // namespace
 
 KernelIR schedule_for_gpu(KernelIR kernel) {
   for (Stage& stage : kernel.stages) {
+    if (std::optional<te::Expr> tiles = product_tiles(kernel, stage)) {
+      stage.product_tiles = true;
+      stage.tiles = std::move(*tiles);
+      stage.lanes = GpuProductTile::kThreads;
+      continue;
+    }
     if (std::optional<StmtRef> body = collapsed(kernel, stage)) stage.body = std::move(*body);
     if (is_warp_stage(stage)) stage.lanes = kWarpLanes;
   }

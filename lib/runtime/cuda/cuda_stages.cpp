@@ -55,9 +55,10 @@ std::int32_t CudaStages::run(void* const* data, const std::int64_t* const* dims,
       if (extent <= 0) continue;
       args[5] = static_cast<std::uint64_t>(extent);
       // Threads an iteration takes (a warp for a reduction split across its
-      // lanes). The entry divides the grid by them itself, so that any grid
-      // computes every iteration: this only sizes it.
-      const std::int64_t lanes = std::clamp<std::int64_t>(sched[2 * s + 1], 1, kWarpThreads);
+      // lanes, a block for a tile of a product). The entry divides the grid
+      // by them itself, so that any grid computes every iteration: this
+      // only sizes it.
+      const std::int64_t lanes = std::clamp<std::int64_t>(sched[2 * s + 1], 1, kBlockThreads);
       const std::int64_t threads = extent > std::numeric_limits<std::int64_t>::max() / lanes
                                        ? std::numeric_limits<std::int64_t>::max()
                                        : extent * lanes;

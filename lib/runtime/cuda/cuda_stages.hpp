@@ -26,11 +26,10 @@ class CudaStages final : public runtime::StageRunner {
   std::int32_t run(void* const* data, const std::int64_t* const* dims, const std::int64_t* sched,
                    std::array<std::int64_t, 4>& info) const override;
 
-  /// Threads per block of every launch: whole warps.
+  /// Threads per block of every launch: whole warps, and the threads of a
+  /// product's tile (codegen::GpuProductTile::kThreads), the most a stage's
+  /// iteration takes (its schedule's second word: codegen/cuda/gpu_kernel.hpp).
   static constexpr unsigned kBlockThreads = 256;
-  /// The most threads a stage's iteration takes (its schedule's second
-  /// word: codegen/cuda/gpu_kernel.hpp).
-  static constexpr std::int64_t kWarpThreads = 32;
 
  private:
   std::shared_ptr<const Module> module_;
