@@ -218,4 +218,16 @@ std::optional<DotProductStage> match_dot_product(const KernelIR& kernel, const S
   return dot;
 }
 
+std::optional<TiledProduct> match_tiled_product(const KernelIR& kernel, const Stage& stage) {
+  if (const std::optional<DotProductStage> d = match_dot_product(kernel, stage))
+    return TiledProduct{.outer = d->outer, .rows = d->rows, .unit = d->unit, .cols = d->cols,
+                        .k_var = d->sum->axes[0].var.node(), .k_extent = &d->sum->axes[0].extent, .a = d->a,
+                        .b = d->b, .b_along_cols = false, .store = d->store, .sum = d->sum};
+  if (const std::optional<OuterProductStage> o = match_outer_product(kernel, stage))
+    return TiledProduct{.outer = o->outer, .rows = o->rows, .unit = o->unit, .cols = o->cols,
+                        .k_var = o->k->var.node(), .k_extent = &o->k->extent, .a = o->a, .b = o->b,
+                        .b_along_cols = true, .store = o->store, .sum = nullptr};
+  return std::nullopt;
+}
+
 }  // namespace nimble::codegen

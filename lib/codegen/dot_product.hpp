@@ -95,4 +95,27 @@ struct OuterProductStage {
 /// The outer-product form of `stage` of `kernel`, or nullopt if it is not one.
 [[nodiscard]] std::optional<OuterProductStage> match_outer_product(const KernelIR& kernel, const Stage& stage);
 
+/// Either form as a product of a's rows [..., i, k] with b's columns j over
+/// k, for a GPU's tiles (codegen/cuda/gpu_schedule.hpp): the loops, k, the
+/// operands, and what an element stores.
+struct TiledProduct {
+  std::vector<const Stmt*> outer;
+  const Stmt* rows = nullptr;  ///< null: a single row
+  std::vector<const Stmt*> unit;
+  const Stmt* cols = nullptr;
+  const te::VarNode* k_var = nullptr;
+  const te::Expr* k_extent = nullptr;
+  const te::LoadNode* a = nullptr;
+  const te::LoadNode* b = nullptr;
+  bool b_along_cols = false;  ///< b's consecutive elements are consecutive columns (an outer product's)
+  const Stmt* store = nullptr;
+  /// A dot product's sum (the store's value is it or an epilogue of it);
+  /// null: an outer product, whose element adds the sum to what it holds.
+  const te::ReduceNode* sum = nullptr;
+};
+
+/// `stage` of `kernel` as a TiledProduct: its dot-product form, or else its
+/// outer-product form; nullopt if it has neither.
+[[nodiscard]] std::optional<TiledProduct> match_tiled_product(const KernelIR& kernel, const Stage& stage);
+
 }  // namespace nimble::codegen

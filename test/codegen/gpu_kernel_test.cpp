@@ -133,15 +133,14 @@ TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element wher
     CHECK(loop.body->index.as<te::VarNode>() == loop.var.node());
     CHECK(te::to_string(loop.extent) == "(64 * n)");
   }
-  SECTION("batch_matmul: its accumulation a thread an element, k inside in its order") {
-    const ir::Dim m("m");
-    const codegen::KernelIR lowered =
-        rule_of(ops::batch_matmul(), {f32({4, m, 16}), f32({4, 16, n})}).ir;
+  SECTION("batch_matmul of few rows: its accumulation a thread an element, k inside in its order") {
+    const codegen::KernelIR lowered = rule_of(ops::batch_matmul(), {f32({4, 8, 16}), f32({4, 16, n})}).ir;
     const codegen::KernelIR ir = codegen::schedule_for_gpu(lowered);
     const codegen::Stmt& loop = *ir.stages.back().body;
     INFO(codegen::to_string(ir));
     CHECK(lowered.stages.back().body->extent.as<te::IntImmNode>() != nullptr);  // lowered: a thread a batch
-    CHECK(te::to_string(loop.extent) == "((n * m) * 4)");
+    CHECK_FALSE(ir.stages.back().product_tiles);
+    CHECK(te::to_string(loop.extent) == "((n * 8) * 4)");
     REQUIRE(loop.body->kind == codegen::Stmt::Kind::loop);
     CHECK(loop.body->for_kind == codegen::ForKind::serial);
     CHECK(te::to_string(loop.body->extent) == "16");
@@ -181,6 +180,12 @@ TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element wher
         rule_of(ops::batch_matmul(), {f32({3, n, 64}), f32({3, m, 64})}, {{"transpose_b", true}}).ir);
     CHECK(scores.stages.back().product_tiles);
     CHECK(te::to_string(scores.stages.back().tiles) == "((3 * floordiv((n + 63), 64)) * floordiv((m + 63), 64))");
+    // p · v and matmul's a · b (summed with k outside the columns) too.
+    const codegen::KernelIR mixed =
+        codegen::schedule_for_gpu(rule_of(ops::batch_matmul(), {f32({3, n, m}), f32({3, m, 64})}).ir);
+    CHECK(mixed.stages.back().product_tiles);
+    CHECK(gpu_lanes(ops::matmul(), {f32({n, 40}), f32({40, m})}).back() == 256);
+    CHECK(gpu_lanes(ops::matmul(), {f32({8, 40}), f32({40, m})}).back() == 1);
   }
 }
 
@@ -206,6 +211,9 @@ TEST_CASE("cuda: a product's shared-memory tiles: staged rows, sums a thread, th
       {&ops::dense(), {f32({n, 32}), f32({64, 32}), f32({64})}, {{128, 32}, {64, 32}, {64}}, {}},
       {&ops::dense(), {f32({n, 5}), f32({3, 5}), f32({3})}, {{1, 5}, {3, 5}, {3}}, {}},
       {&ops::batch_matmul(), {f32({3, n, 20}), f32({3, m, 20})}, {{3, 65, 20}, {3, 17, 20}}, {{"transpose_b", true}}},
+      // Outer products: p · v, matmul's a · b.
+      {&ops::batch_matmul(), {f32({2, n, m}), f32({2, m, 70})}, {{2, 33, 19}, {2, 19, 70}}, {}},
+      {&ops::matmul(), {f32({n, 37}), f32({37, m})}, {{100, 37}, {37, 129}}, {}},
   };
   for (const Case& c : cases) {
     INFO(c.op->name << " of " << c.shapes[0][0] << " x " << c.shapes[0].back());

@@ -451,18 +451,20 @@ class FunctionEmitter {
     dot_ = nullptr;
   }
 
-  // A dot-product stage in a GPU's shared-memory tiles (Stage::product_tiles,
+  // A product stage in a GPU's shared-memory tiles (Stage::product_tiles,
   // GpuProductTile); [begin, end) is of tiles, row-major over the outer
   // loops, the row tiles and the column tiles. In each tile every thread
   // zeroes its sums; then for each kDepth steps of k the block stages the
   // tile's rows of a and of b in shared memory, step-major (thread t takes
-  // elements t, t + kThreads, … of each, neighbouring threads neighbouring
-  // steps of a row: one transaction a row), waits, and every thread
+  // elements t, t + kThreads, …, neighbouring threads neighbouring elements
+  // in memory: steps of a row of a, and of b in a dot product; columns of
+  // b's row of a step in an outer product), waits, and every thread
   // multiply-adds its sums over those steps, and waits again; last, each
-  // thread stores its elements that are in range through the epilogue. A
-  // row, column or step out of range is staged as 0 from a clamped element,
-  // so every load is in its buffer and no sum changes.
-  void gpu_product_tiles(const DotProductStage& dot, llvm::Value* begin, llvm::Value* end) {
+  // thread stores its elements that are in range: a dot product's through
+  // the epilogue, an outer product's added to what the stage before stored.
+  // A row, column or step out of range is staged as 0 from a clamped
+  // element, so every load is in its buffer and no sum changes.
+  void gpu_product_tiles(const TiledProduct& dot, llvm::Value* begin, llvm::Value* end) {
     using Tile = GpuProductTile;
     constexpr int kRowsEach = Tile::kRows / Tile::kSide;
     constexpr int kColsEach = Tile::kCols / Tile::kSide;
@@ -470,8 +472,8 @@ class FunctionEmitter {
     llvm::Type* f32 = b_.getFloatTy();
     llvm::Value* rows = dot.rows ? expr(dot.rows->extent) : b_.getInt64(1);
     llvm::Value* cols = expr(dot.cols->extent);
-    llvm::Value* depth = expr(dot.sum->axes[0].extent);
-    const te::VarNode* k_var = dot.sum->axes[0].var.node();
+    llvm::Value* depth = expr(*dot.k_extent);
+    const te::VarNode* k_var = dot.k_var;
     const auto ceil_div = [&](llvm::Value* n, int d) {
       return b_.CreateUDiv(b_.CreateAdd(n, b_.getInt64(d - 1)), b_.getInt64(d));
     };
@@ -531,8 +533,10 @@ class FunctionEmitter {
           }
           for (int q = 0; q < Tile::kCols * Tile::kDepth / Tile::kThreads; ++q) {
             llvm::Value* e = b_.CreateAdd(t, b_.getInt64(q * Tile::kThreads));
-            llvm::Value* step = b_.CreateURem(e, b_.getInt64(Tile::kDepth));
-            llvm::Value* col = b_.CreateUDiv(e, b_.getInt64(Tile::kDepth));
+            const int fast = dot.b_along_cols ? Tile::kCols : Tile::kDepth;
+            llvm::Value* step = b_.CreateURem(e, b_.getInt64(fast));
+            llvm::Value* col = b_.CreateUDiv(e, b_.getInt64(fast));
+            if (dot.b_along_cols) std::swap(step, col);
             llvm::Value* k = b_.CreateAdd(k0, step);
             stage_element(*dot.b, dot.cols, b_.CreateAdd(j0, col), cols, k,
                           at(b_tile, b_.CreateAdd(b_.CreateMul(step, b_.getInt64(kBStride)), col)));
@@ -571,11 +575,18 @@ class FunctionEmitter {
             if_else(b_.CreateAnd(b_.CreateICmpULT(i, rows), b_.CreateICmpULT(j, cols)), "tile.element", [&] {
               if (dot.rows) vars_[dot.rows->var.node()] = i;
               vars_[dot.cols->var.node()] = j;
-              llvm::Value* total = b_.CreateFAdd(expr(dot.sum->init), b_.CreateLoad(f32, sum_at(sums, r * kColsEach + c)));
-              sums_[dot.sum] = total;
+              llvm::Value* index = expr(dot.store->index);
+              llvm::Value* sum = b_.CreateLoad(f32, sum_at(sums, r * kColsEach + c));
+              if (dot.sum == nullptr) {  // an outer product adds to the element
+                llvm::LoadInst* so_far = b_.CreateLoad(f32, element_ptr(dot.store->buffer, index));
+                annotate(so_far, dot.store->buffer);
+                store(dot.store->buffer, index, b_.CreateFAdd(so_far, sum));
+                return;
+              }
+              sums_[dot.sum] = b_.CreateFAdd(expr(dot.sum->init), sum);
               llvm::Value* value = expr(dot.store->value);
               sums_.erase(dot.sum);
-              store(dot.store->buffer, expr(dot.store->index), value);
+              store(dot.store->buffer, index, value);
             }, [] {});
           }
       });
@@ -2976,8 +2987,8 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
   if (!(vector || dot || op) && options.vector_bits >= 512)
     fn->addFnAttr("prefer-vector-width", std::to_string(options.vector_bits));
   if (stage.product_tiles) {
-    const std::optional<DotProductStage> tiled = match_dot_product(state.kernel, stage);
-    NIMBLE_ASSERT(tiled.has_value(), "a stage of product tiles is a dot product");
+    const std::optional<TiledProduct> tiled = match_tiled_product(state.kernel, stage);
+    NIMBLE_ASSERT(tiled.has_value(), "a stage of product tiles is a dot or an outer product");
     e.gpu_product_tiles(*tiled, e.arg(3), e.arg(4));
   } else if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));

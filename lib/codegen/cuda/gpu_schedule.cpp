@@ -141,12 +141,12 @@ bool is_warp_stage(const Stage& stage) {
 }
 
 // The tiles of `stage` as a product in shared-memory tiles (the header's
-// Tiles), or nothing where it is no dot product, has no rows or fewer than
+// Tiles), or nothing where it is no product, has no rows or fewer than
 // kMinTileRows of them (a row of products is a warp an element: each reads
 // a row of b once, coalesced), or an element that can fail (a failing
 // thread would leave its block's barriers).
 std::optional<te::Expr> product_tiles(const KernelIR& kernel, const Stage& stage) {
-  const std::optional<DotProductStage> dot = match_dot_product(kernel, stage);
+  const std::optional<TiledProduct> dot = match_tiled_product(kernel, stage);
   if (!dot || dot->rows == nullptr || can_fail(dot->store->value)) return std::nullopt;
   if (const std::optional<std::int64_t> rows = te::as_int(dot->rows->extent); rows && *rows < kMinTileRows)
     return std::nullopt;

@@ -19,16 +19,14 @@
 //    lanes read neighbouring elements, one memory transaction a step), the
 //    lanes' partials combine in a butterfly of warp shuffles, and lane 0
 //    stores (Stage::lanes).
-//  - Tiles. A dot product of rows of a with rows of b (dense's x · wᵀ,
-//    batch_matmul's q · kᵀ; dot_product.hpp) of 16 rows or more (or rows
-//    known at run time) is computed in tiles of 64 × 64 elements, a block
-//    of 256 threads a tile, each summing 4 × 4 of them from a's and b's
-//    rows staged in shared memory 16 steps of k at a time
+//  - Tiles. A product of 16 rows or more (or rows known at run time) —
+//    a dot product of rows of a with rows of b (dense's x · wᵀ,
+//    batch_matmul's q · kᵀ) or matmul's a · b (attention's p · v), the two
+//    forms of dot_product.hpp — is computed in tiles of 64 × 64 elements, a
+//    block of 256 threads a tile, each summing 4 × 4 of them from a's and
+//    b's elements staged in shared memory 16 steps of k at a time
 //    (GpuProductTile): each element of a and b is read from memory once a
 //    tile, not once an element.
-//
-// matmul's a · b (b not transposed, summed with k outside the columns) is a
-// thread an element for now.
 #pragma once
 
 #include "codegen/kernel_ir.hpp"
