@@ -30,6 +30,8 @@
 #include "nimble/runtime/allocator.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "nimble/runtime/storage.hpp"
+#include "runtime/cuda/allocator.hpp"
+#include "runtime/cuda/stream.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 #include "runtime/value_builder.hpp"
@@ -432,8 +434,36 @@ struct VirtualMachine::Impl {
     primitive_ns.resize(d->primitives.size());
   }
 
+  void make_streams() {
+    streams_made = true;
+    std::vector<Device> gpus;
+    for (const PrimitiveInfo& p : d->primitives)
+      if (!p.device.is_cpu() && std::find(gpus.begin(), gpus.end(), p.device) == gpus.end()) gpus.push_back(p.device);
+    for (const Device gpu : gpus) {
+      Allocator* gpu_memory = nullptr;
+      try {
+        gpu_memory = &allocator_for(gpu);
+      } catch (const Error&) {
+        // No driver or no such device: the first kernel or copy there says so.
+        continue;
+      }
+      // A GPU of the CUDA runtime (a test's host-memory device has none).
+      if (const auto* cuda_memory = dynamic_cast<const cuda::DeviceAllocator*>(gpu_memory)) {
+        streams.push_back(std::make_unique<cuda::Stream>(cuda_memory->shared_context()));
+        stream_list.push_back(streams.back().get());
+      }
+    }
+  }
+
   Executable exe;
   const ExecutableData* d;
+  // A stream a GPU the executable's kernels run on (made by the first
+  // invoke), which its kernels and copies use while it runs
+  // (cuda::StreamScope): this VM's GPU work in its order, on streams no
+  // other VM waits on.
+  std::vector<std::unique_ptr<cuda::Stream>> streams;
+  std::vector<cuda::Stream*> stream_list;
+  bool streams_made = false;
   std::vector<Ref<Kernel>> site_kernels;  // per InvokePacked instruction: the kernel it used
   std::string kernel_provider;            // empty: the first provider that serves a primitive
   std::vector<Reg> regs;
@@ -1020,6 +1050,8 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
     checker->check(i, f.param_names[i], f.param_types[i], args[i]);
   }
 
+  if (!impl_->streams_made) impl_->make_streams();
+  const cuda::StreamScope streams(impl_->stream_list);
   const auto start =
       impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (impl_->tracing_memory) impl_->exclude_from_trace(args);

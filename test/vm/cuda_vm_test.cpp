@@ -15,7 +15,9 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/bert.hpp"
@@ -151,6 +153,57 @@ TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the r
   check_on_gpu(bert_case(2, 7), &gpu.fake);
   CHECK(gpu.fake.calls("cuMemcpyHtoDAsync_v2") - copies >= 2 * 16);
   CHECK(gpu.allocator.stats().live_bytes == 0);
+}
+
+TEST_CASE("cuda: each VirtualMachine launches on a stream of its own; VMs on two threads answer at once", "[cuda]") {
+  FakeGpu gpu;
+  const ModelCase c = lstm_case(3);
+  const Value expected = evaluate(c.module, c.entry, c.args);
+  const vm::Executable exe = compile(c.module, {.target = kGpu});
+  const int streams_before = gpu.fake.live_streams();
+  {
+    vm::VirtualMachine first(exe);
+    vm::VirtualMachine second(exe);
+    // The streams one call's launches went on.
+    const auto streams_of_call = [&](vm::VirtualMachine& machine) {
+      const int from = gpu.fake.launch_count();
+      CHECK(close_value(machine.invoke(c.entry, c.args), expected, kTolerance));
+      std::set<void*> used;
+      for (int i = from; i < gpu.fake.launch_count(); ++i) used.insert(gpu.fake.launch(i).stream);
+      return used;
+    };
+    const std::set<void*> a = streams_of_call(first);
+    const std::set<void*> b = streams_of_call(second);
+    REQUIRE(a.size() == 1);
+    REQUIRE(b.size() == 1);
+    CHECK(*a.begin() != nullptr);
+    CHECK(*a.begin() != *b.begin());
+    CHECK(streams_of_call(first) == a);  // call after call
+    // Both at once, each on its thread (Catch's checks after the joins).
+    std::optional<Value> results[2];
+    std::string errors[2];
+    vm::VirtualMachine* machines[2] = {&first, &second};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          for (int call = 0; call < 3; ++call) results[t] = machines[t]->invoke(c.entry, c.args);
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (int t = 0; t < 2; ++t) {
+      INFO("thread " << t << ": " << errors[t]);
+      REQUIRE(results[t].has_value());
+      CHECK(close_value(*results[t], expected, kTolerance));
+    }
+    // The VMs' two streams are all there are: neither the kernels nor the
+    // allocator needed one of their own.
+    CHECK(gpu.fake.live_streams() == streams_before + 2);
+  }
+  // A VM's streams go with it.
+  CHECK(gpu.fake.live_streams() == streams_before);
 }
 
 TEST_CASE("cuda: weights the host moved to the GPU once are not copied by the calls", "[cuda]") {

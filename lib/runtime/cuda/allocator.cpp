@@ -108,26 +108,35 @@ Stream& DeviceAllocator::copy_stream() {
   return *copy_stream_;
 }
 
+template <class Copy>
+void DeviceAllocator::on_a_stream(Copy&& copy) {
+  if (Stream* scoped = scoped_stream(*context_)) {  // the calling VM's
+    copy(*scoped);
+    return;
+  }
+  const std::lock_guard lock(copy_mutex_);
+  copy(copy_stream());
+}
+
 void DeviceAllocator::copy_from_host(void* dst, const void* src, std::size_t n) {
   if (n == 0) return;
-  const std::lock_guard lock(copy_mutex_);
-  Stream& stream = copy_stream();
-  stream.copy_to_device(dst, src, n);
-  stream.synchronize();
+  on_a_stream([&](Stream& stream) {
+    stream.copy_to_device(dst, src, n);
+    stream.synchronize();
+  });
 }
 
 void DeviceAllocator::copy_to_host(void* dst, const void* src, std::size_t n) {
   if (n == 0) return;
-  const std::lock_guard lock(copy_mutex_);
-  copy_stream().copy_to_host(dst, src, n);
+  on_a_stream([&](Stream& stream) { stream.copy_to_host(dst, src, n); });
 }
 
 void DeviceAllocator::copy_within(void* dst, const void* src, std::size_t n) {
   if (n == 0) return;
-  const std::lock_guard lock(copy_mutex_);
-  Stream& stream = copy_stream();
-  stream.copy_on_device(dst, src, n);
-  stream.synchronize();
+  on_a_stream([&](Stream& stream) {
+    stream.copy_on_device(dst, src, n);
+    stream.synchronize();
+  });
 }
 
 DeviceAllocator& process_device_allocator(int ordinal) {

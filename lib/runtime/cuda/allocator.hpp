@@ -33,9 +33,9 @@ class DeviceAllocator final : public Allocator {
   [[nodiscard]] Device device() const noexcept override;
   [[nodiscard]] bool host_accessible() const noexcept override { return false; }
 
-  /// Copies through a stream of the allocator's own and waits for them: the
-  /// bytes are there for kernels launched afterwards on any stream. (A
-  /// stream per VM, with copies ordered on it, comes with overlapping them.)
+  /// Copies on the calling VM's stream (scoped_stream), or outside a VM on
+  /// a stream of the allocator's own, and waits for them: the bytes are
+  /// there for kernels launched afterwards on any stream.
   void copy_from_host(void* dst, const void* src, std::size_t n) override;
   void copy_to_host(void* dst, const void* src, std::size_t n) override;
   void copy_within(void* dst, const void* src, std::size_t n) override;
@@ -49,6 +49,9 @@ class DeviceAllocator final : public Allocator {
  private:
   struct Pool;
   Stream& copy_stream();
+  // copy(stream) on the scoped stream, or on copy_stream() under copy_mutex_.
+  template <class Copy>
+  void on_a_stream(Copy&& copy);
 
   std::shared_ptr<const Context> context_;
   std::unique_ptr<Pool> pool_;

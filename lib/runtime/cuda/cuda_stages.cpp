@@ -14,7 +14,13 @@ CudaStages::CudaStages(std::shared_ptr<const Module> module, std::vector<std::st
                        std::vector<std::uint32_t> ranks, std::size_t num_buffers)
     : module_(std::move(module)), names_(std::move(entries)), ranks_(std::move(ranks)), num_buffers_(num_buffers) {
   for (const std::string& name : names_) entries_.push_back(module_->function(name));
-  stream_ = std::make_unique<Stream>(std::shared_ptr<const Context>(module_, &module_->context()));
+}
+
+Stream& CudaStages::own_stream() const {
+  std::call_once(stream_made_, [&] {
+    stream_ = std::make_unique<Stream>(std::shared_ptr<const Context>(module_, &module_->context()));
+  });
+  return *stream_;
 }
 
 Device CudaStages::device() const noexcept { return Device::cuda(module_->context().ordinal()); }
@@ -45,8 +51,11 @@ std::int32_t CudaStages::run(void* const* data, const std::int64_t* const* dims,
     at += ranks_[b];
   }
   std::int32_t status = 0;
+  // The calling VM's stream for this GPU, if it has one.
+  Stream* const scoped = scoped_stream(module_->context());
+  Stream& stream = scoped != nullptr ? *scoped : own_stream();
   try {
-    stream_->copy_to_device(on_device, block.data(), bytes);
+    stream.copy_to_device(on_device, block.data(), bytes);
     std::uint64_t args[] = {address(0), address(num_buffers_), address(info_at), address(status_at), 0, 0};
     void* params[] = {&args[0], &args[1], &args[2], &args[3], &args[4], &args[5]};
     const auto most_blocks = static_cast<std::int64_t>(std::max(1, module_->context().multiprocessors()) * 32);
@@ -63,11 +72,11 @@ std::int32_t CudaStages::run(void* const* data, const std::int64_t* const* dims,
                                        ? std::numeric_limits<std::int64_t>::max()
                                        : extent * lanes;
       const std::int64_t blocks = std::min<std::int64_t>(most_blocks, (threads - 1) / kBlockThreads + 1);
-      stream_->launch(entries_[s], {.grid = {static_cast<unsigned>(blocks), 1, 1}, .block = {kBlockThreads, 1, 1}},
+      stream.launch(entries_[s], {.grid = {static_cast<unsigned>(blocks), 1, 1}, .block = {kBlockThreads, 1, 1}},
                       params, names_[s]);
     }
     std::array<std::uint64_t, 5> words_back{};
-    stream_->copy_to_host(words_back.data(), reinterpret_cast<void*>(address(info_at)), sizeof words_back);
+    stream.copy_to_host(words_back.data(), reinterpret_cast<void*>(address(info_at)), sizeof words_back);
     for (std::size_t k = 0; k < info.size(); ++k) info[k] = static_cast<std::int64_t>(words_back[k]);
     std::memcpy(&status, &words_back[info.size()], sizeof status);
   } catch (...) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,12 +38,14 @@ class CudaStages final : public runtime::StageRunner {
   std::vector<CUfunction> entries_;
   std::vector<std::uint32_t> ranks_;
   std::size_t num_buffers_;
-  // One stream for the kernel's launches for now; calls from several
-  // threads are ordered on it. Each run waits for its launches (it reads
-  // the status back), which is what orders them with the allocator's copies
-  // (DeviceAllocator) and other kernels' streams; a stream per VM, with
-  // nothing waited for between kernels, is the next step.
-  std::unique_ptr<Stream> stream_;
+  // The kernel's launches go on the calling VM's stream (scoped_stream),
+  // or, called from outside a VM, on one of its own, made then (calls from
+  // several threads ordered on it). Each run waits for its launches (it
+  // reads the status back), which is what orders them with copies on other
+  // streams.
+  Stream& own_stream() const;
+  mutable std::once_flag stream_made_;
+  mutable std::unique_ptr<Stream> stream_;
 };
 
 }  // namespace nimble::cuda

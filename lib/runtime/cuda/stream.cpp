@@ -10,7 +10,22 @@ namespace {
 
 CUdeviceptr address(const void* p) noexcept { return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)); }
 
+thread_local const StreamScope* t_scope = nullptr;
+
 }  // namespace
+
+StreamScope::StreamScope(std::span<Stream* const> streams) noexcept : streams_(streams), outer_(t_scope) {
+  t_scope = this;
+}
+
+StreamScope::~StreamScope() { t_scope = outer_; }
+
+Stream* scoped_stream(const Context& context) noexcept {
+  if (t_scope == nullptr) return nullptr;
+  for (Stream* s : t_scope->streams_)
+    if (&s->context().driver() == &context.driver() && s->context().ordinal() == context.ordinal()) return s;
+  return nullptr;
+}
 
 Stream::Stream(std::shared_ptr<const Context> context) : context_(std::move(context)) {
   context_->make_current();

@@ -1,13 +1,16 @@
 // A stream of one GPU: copies between host and device, and kernel launches,
-// in order. Today a GPU kernel launches on one of its own and the device
-// allocator copies on another, each waited for before its call returns;
-// one per VirtualMachine (a VM's work ordered, VMs on other threads not
-// waiting for it) is the intended use.
+// in order. Each VirtualMachine has one a GPU it runs on, and while it runs
+// (StreamScope) its kernels launch and the device allocator copies there:
+// a VM's work is ordered on its own stream, and VMs on other threads do not
+// wait for it. Outside a VM, a GPU kernel launches on a stream of its own
+// and the allocator copies on another. Each kernel and copy is still waited
+// for before its call returns (a kernel reads its status word back).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "runtime/cuda/context.hpp"
@@ -54,5 +57,26 @@ class Stream {
   std::shared_ptr<const Context> context_;
   CUstream stream_ = nullptr;
 };
+
+/// While it lives, this thread's work on the GPUs of `streams` — kernels'
+/// launches (CudaStages) and the device allocator's copies — goes on them
+/// (one a GPU; the innermost scope of a thread wins), not on the kernel's
+/// or the allocator's own. The streams outlive the scope.
+class StreamScope {
+ public:
+  explicit StreamScope(std::span<Stream* const> streams) noexcept;
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  std::span<Stream* const> streams_;
+  const StreamScope* outer_;
+  friend Stream* scoped_stream(const Context& context) noexcept;
+};
+
+/// The stream of this thread's innermost StreamScope for `context`'s GPU
+/// (the same driver and device: its primary context), or null.
+[[nodiscard]] Stream* scoped_stream(const Context& context) noexcept;
 
 }  // namespace nimble::cuda
