@@ -267,11 +267,12 @@ class FunctionEmitter {
     row_min_size_ = min_size;
   }
   llvm::Value* arg(unsigned i) { return fn_->getArg(i); }
-  // A stage of `lanes` lanes an iteration: its reductions split across them
-  // (lane_reduce), run by `ops` (null: by the host, lane after lane).
-  void split_across_lanes(unsigned lanes, const GpuOps* ops) {
+  // A GPU stage's threads: run by `gpu` (null: by the host, one after
+  // another), its reductions split across `lanes` lanes of a warp
+  // (lane_reduce; 1: none).
+  void run_threads(const GpuOps* gpu, unsigned lanes) {
+    gpu_ = gpu;
     lanes_ = lanes;
-    gpu_ = ops;
   }
 
   llvm::Value* dim_of(int buffer, int d) {
@@ -495,8 +496,8 @@ class FunctionEmitter {
     };
     const auto sum_at = [&](llvm::Value* sums, int s) { return b_.CreateConstInBoundsGEP1_64(f32, sums, s); };
     const auto at = [&](llvm::Value* array, llvm::Value* index) { return b_.CreateInBoundsGEP(f32, array, index); };
-    // Element (index, k) of operand `load` (index along `var`, below
-    // `extent`) into `to`: 0 where either is out of range.
+    // Element (index, k) of `operand` (index along loop `var`, below
+    // `extent`; k below depth) into `to`: 0 where either is out of range.
     const auto stage_element = [&](const te::LoadNode& operand, const Stmt* var, llvm::Value* index,
                                    llvm::Value* extent, llvm::Value* k, llvm::Value* to) {
       llvm::Value* inside = b_.CreateAnd(b_.CreateICmpULT(index, extent), b_.CreateICmpULT(k, depth));
@@ -551,10 +552,11 @@ class FunctionEmitter {
           for (int step = 0; step < Tile::kDepth; ++step) {
             std::vector<llvm::Value*> av;
             std::vector<llvm::Value*> bv;
-            for (int r = 0; r < kRowsEach; ++r)
-              av.push_back(b_.CreateLoad(f32, at(a_tile, b_.CreateAdd(y, b_.getInt64(step * kAStride + r * Tile::kSide)))));
-            for (int c = 0; c < kColsEach; ++c)
-              bv.push_back(b_.CreateLoad(f32, at(b_tile, b_.CreateAdd(x, b_.getInt64(step * kBStride + c * Tile::kSide)))));
+            const auto read = [&](llvm::Value* shared, llvm::Value* from, int offset) {
+              return b_.CreateLoad(f32, at(shared, b_.CreateAdd(from, b_.getInt64(offset))));
+            };
+            for (int r = 0; r < kRowsEach; ++r) av.push_back(read(a_tile, y, step * kAStride + r * Tile::kSide));
+            for (int c = 0; c < kColsEach; ++c) bv.push_back(read(b_tile, x, step * kBStride + c * Tile::kSide));
             for (int r = 0; r < kRowsEach; ++r)
               for (int c = 0; c < kColsEach; ++c) {
                 llvm::Value* p = sum_at(sums, r * kColsEach + c);
@@ -1161,6 +1163,7 @@ class FunctionEmitter {
       return b_.CreateLoad(type, acc);
     };
     if (gpu_ != nullptr) {
+      NIMBLE_ASSERT(lanes_ <= 32, "lane_reduce: the lanes of one warp");
       llvm::Value* sum = partial(gpu_->lane(b_));
       for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2)
         sum = fold(r.reduce_kind, dtype, sum, exchange(sum, mask), false);
@@ -2751,7 +2754,7 @@ class FunctionEmitter {
   // vectorizer.
   unsigned row_lanes_ = 0;
   int row_min_size_ = 0;
-  // The stage's lanes an iteration and what runs them (split_across_lanes).
+  // The stage's threads and the lanes its reductions split across (run_threads).
   unsigned lanes_ = 1;
   const GpuOps* gpu_ = nullptr;
   // Accumulators (vectors an iteration) of vector_reduce's main loop.
@@ -2976,7 +2979,8 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
                            ? vector_loop_stage(stage, options.vector_loop_min_size)
                            : nullptr;
   if (options.vector_loops) e.vectorize_rows(options.vector_bits / 32, options.vector_loop_min_size);
-  if (stage.lanes > 1) e.split_across_lanes(stage.lanes, options.gpu);
+  // A tile's threads share no reduction: its sums are the tile's own.
+  if (stage.lanes > 1) e.run_threads(options.gpu, stage.product_tiles ? 1 : stage.lanes);
   if (vector || dot || op) fn->addFnAttr(kExplicitVectorsAttribute);
   // A stage left to LLVM's loop vectorizer (no tiles, no vector loop of its
   // own: a cell's math over slices of its gates) gets the width the tiles

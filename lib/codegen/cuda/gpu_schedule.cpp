@@ -51,8 +51,8 @@ constexpr std::int64_t kMinTileRows = 16;
 
 bool is_var(const te::Expr& e, const te::VarNode* var) { return e.as<te::VarNode>() == var; }
 
-// Whether `index` is the row-major flat index of `vars` over `extents`, as
-// lowering writes a store's: ((v0 * e1 + v1) * e2 + v2) ….
+// Whether `index` is the row-major flat index of `loops`' variables over
+// their extents, as lowering writes a store's: ((v0 * e1 + v1) * e2 + v2) ….
 bool is_row_major(const te::Expr& index, std::span<const Stmt* const> loops) {
   if (loops.size() == 1) return is_var(index, loops[0]->var.node());
   const auto* add = index.as<te::BinaryNode>();
