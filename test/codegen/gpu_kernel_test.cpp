@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/cuda/gpu_schedule.hpp"
@@ -85,6 +86,21 @@ TEST_CASE("cuda: a failing iteration of a GPU stage is an Error, as on the CPU",
   Tensor q = Tensor::empty({3}, DType::i32);
   CHECK_NIMBLE_ERROR(run_on_gpu_schedule(ops::div(), types, {a, Tensor::from_data<std::int32_t>({3}, {1, 0, 1})}, {q}),
                      ErrorKind::runtime_error, "div: integer division by zero");
+}
+
+// How many times `what` is in `text`.
+std::size_t count_of(std::string_view what, const std::string& text) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+// ptxas (where the toolkit is installed: `ptxas` not empty) accepts `ptx` for sm_`sm`.
+void check_assembles(const std::string& ptxas, const std::string& ptx, int sm) {
+  if (ptxas.empty()) return;
+  const PtxasResult result = run_ptxas(ptxas, ptx, fmt::format("sm_{}", sm));
+  INFO("sm_" << sm << ":\n" << result.log << "\n" << ptx);
+  CHECK(result.status == 0);
 }
 
 // The kernel IR of `op` over placeholders of `types`, and the rule's
@@ -242,13 +258,8 @@ TEST_CASE("cuda: a product's shared-memory tiles: staged rows, sums a thread, th
       CHECK(kernel.ptx.find(".shared .align 16 .b8 a_tile[4160]") != std::string::npos);
       CHECK(kernel.ptx.find(".shared .align 16 .b8 b_tile[4160]") != std::string::npos);
       CHECK(kernel.ptx.find("ld.shared.f32") != std::string::npos);
-      std::size_t barriers = 0;
-      for (std::size_t at = 0; (at = kernel.ptx.find("bar.sync", at)) != std::string::npos; ++at) ++barriers;
-      CHECK(barriers == 2);
-      if (ptxas.empty()) continue;
-      const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
-      INFO("sm_" << sm << ":\n" << result.log << "\n" << kernel.ptx);
-      CHECK(result.status == 0);
+      CHECK(count_of("bar.sync", kernel.ptx) == 2);
+      check_assembles(ptxas, kernel.ptx, sm);
     }
   }
 }
@@ -291,15 +302,9 @@ TEST_CASE("cuda: a warp's reduction: lanes fold strided shares, shuffle in a but
     // (lane 0's), and ptxas accepts it.
     for (const int sm : {80, 90}) {
       const codegen::PtxKernel kernel = codegen::emit_ptx(rule.ir, "warp_sum", {sm});
-      std::size_t shuffles = 0;
-      for (std::size_t at = 0; (at = kernel.ptx.find("shfl.sync.bfly.b32", at)) != std::string::npos; ++at)
-        ++shuffles;
-      CHECK(shuffles == 5 * static_cast<std::size_t>(c.words));
+      CHECK(count_of("shfl.sync.bfly.b32", kernel.ptx) == 5 * static_cast<std::size_t>(c.words));
       CHECK(kernel.ptx.find("%laneid") != std::string::npos);
-      if (ptxas.empty()) continue;
-      const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
-      INFO("sm_" << sm << ":\n" << result.log << "\n" << kernel.ptx);
-      CHECK(result.status == 0);
+      check_assembles(ptxas, kernel.ptx, sm);
     }
   }
 }
@@ -322,9 +327,7 @@ TEST_CASE("cuda: every op's PTX passes ptxas for sm_80 and sm_90", "[cuda]") {
     for (const int sm : {80, 90}) {
       const codegen::PtxKernel kernel = codegen::gpu_kernel_ptx(std::string(op.name), placeholders, outputs, {sm});
       CHECK(kernel.entries.size() >= 1);
-      const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
-      INFO("sm_" << sm << ":\n" << result.log << "\n" << kernel.ptx);
-      CHECK(result.status == 0);
+      check_assembles(ptxas, kernel.ptx, sm);
     }
     return on_host(op, outputs, placeholders, values, expected);
   };
