@@ -134,7 +134,7 @@ struct KernelIR {
 };
 
 /// Whether reduction `r`, in the element of a stage of several lanes
-/// (Stage::lanes > 1), is split across them (along its last axis): a sum,
+/// (Stage::lanes > 1), is split across them (its axes flattened): a sum,
 /// max or min over at least one axis (not argmax, whose first index a
 /// butterfly of partials would not keep), with no reduction inside its
 /// source. The code generators split exactly these; a stage gets lanes only

@@ -170,10 +170,16 @@ TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element wher
     CHECK(gpu_lanes(ops::sum(), {f32({n, ir::Any})}, along_rows) == Lanes{32});  // a length known at run time
     CHECK(gpu_lanes(ops::sum(), {f32({n, 8})}, along_rows) == Lanes{1});         // short rows: a thread a row
     CHECK(gpu_lanes(ops::max(), {ir::tensor_type({n, 100}, DType::i8)}, along_rows) == Lanes{32});
-    // Split along the last axis of several: a warp where that one is long.
+    // Several axes flattened: a warp where they have 32 elements or more.
     const ir::Attrs two_axes{{"axes", std::vector<std::int64_t>{1, 2}}};
     CHECK(gpu_lanes(ops::sum(), {f32({n, 4, 50})}, two_axes) == Lanes{32});
-    CHECK(gpu_lanes(ops::sum(), {f32({n, 50, 4})}, two_axes) == Lanes{1});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 50, 4})}, two_axes) == Lanes{32});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 4, 5})}, two_axes) == Lanes{1});
+    // A block: 4096 elements or more, or a whole tensor's sum.
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 4096})}, along_rows) == Lanes{256});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 4095})}, along_rows) == Lanes{32});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 64, 64})}, two_axes) == Lanes{256});
+    CHECK(gpu_lanes(ops::sum(), {f32({n, 40})}) == Lanes{256});
     // argmax keeps the first maximum's index: a butterfly would not.
     CHECK(gpu_lanes(ops::argmax(), {f32({n, 100})}, {{"axis", std::int64_t{1}}}) == Lanes{1});
     // A row of dot products (a dense layer of one row) a warp an element;
@@ -264,23 +270,35 @@ TEST_CASE("cuda: a product's shared-memory tiles: staged rows, sums a thread, th
   }
 }
 
-TEST_CASE("cuda: a warp's reduction: lanes fold strided shares, shuffle in a butterfly, lane 0 stores", "[cuda]") {
+TEST_CASE("cuda: a warp's or a block's reduction: lanes fold strided shares, shuffle in a butterfly, one stores",
+          "[cuda]") {
   const std::string ptxas = find_ptxas();
   if (ptxas.empty()) WARN("ptxas not run: the CUDA toolkit is not installed");
   Rng rng(20261205);
   const ir::Dim n("n");
+  constexpr unsigned kWarp = codegen::kWarpLanes;
+  constexpr unsigned kBlock = codegen::kBlockLanes;
   struct Case {
     const ir::OpDef* op;
     DType dtype;
     Ints shape;
     std::vector<std::int64_t> axes;
     int words;  // 32-bit words a value is shuffled in
+    unsigned lanes;
   };
   const Case cases[] = {
-      {&ops::sum(), DType::f32, {5, 100}, {1}, 1},    {&ops::max(), DType::f32, {3, 33}, {1}, 1},
-      {&ops::sum(), DType::f64, {4, 77}, {1}, 2},     {&ops::min(), DType::i64, {4, 40}, {1}, 2},
-      {&ops::sum(), DType::i32, {6, 64}, {1}, 1},     {&ops::max(), DType::i8, {2, 50}, {1}, 1},
-      {&ops::mean(), DType::f32, {3, 45}, {1}, 1}, {&ops::sum(), DType::f32, {3, 3, 70}, {1, 2}, 1},
+      {&ops::sum(), DType::f32, {5, 100}, {1}, 1, kWarp},
+      {&ops::max(), DType::f32, {3, 33}, {1}, 1, kWarp},
+      {&ops::sum(), DType::f64, {4, 77}, {1}, 2, kWarp},
+      {&ops::min(), DType::i64, {4, 40}, {1}, 2, kWarp},
+      {&ops::sum(), DType::i32, {6, 64}, {1}, 1, kWarp},
+      {&ops::max(), DType::i8, {2, 50}, {1}, 1, kWarp},
+      {&ops::mean(), DType::f32, {3, 45}, {1}, 1, kWarp},
+      {&ops::sum(), DType::f32, {3, 3, 70}, {1, 2}, 1, kWarp},  // axes flattened
+      // Long reductions and a whole tensor's: a block an element.
+      {&ops::sum(), DType::f32, {3, 5000}, {1}, 1, kBlock},
+      {&ops::max(), DType::f64, {2, 64, 64}, {1, 2}, 2, kBlock},
+      {&ops::sum(), DType::f32, {37, 70}, {0, 1}, 1, kBlock},
   };
   for (const Case& c : cases) {
     INFO(c.op->name << " " << to_string(c.dtype) << " over " << c.shape.size() << "-d rows");
@@ -288,22 +306,33 @@ TEST_CASE("cuda: a warp's reduction: lanes fold strided shares, shuffle in a but
     for (std::size_t d = 1; d < c.shape.size(); ++d) dims.emplace_back(c.shape[d]);
     const ir::Attrs attrs{{"axes", c.axes}};
     const Rule rule = rule_of(*c.op, {ir::tensor_type(dims, c.dtype)}, attrs);
-    REQUIRE(codegen::schedule_for_gpu(rule.ir).stages.at(0).lanes == codegen::kWarpLanes);
-    // The host's run of the lanes, against the reference kernel.
+    REQUIRE(codegen::schedule_for_gpu(rule.ir).stages.at(0).lanes == c.lanes);
+    // The host's run of the lanes, against the reference kernel: within a
+    // reordered sum's rounding (elements x |x| <= 50 x 2^-17).
     const Tensor x = random_tensor(rng, c.shape, c.dtype, {.lo = -50, .hi = 50, .specials = false});
     const Tensor expected = c.op->reference(std::vector<Value>{Value(x)}, attrs).tensor();
+    std::int64_t elements = 1;
+    for (const std::int64_t axis : c.axes) elements *= c.shape[static_cast<std::size_t>(axis)];
+    const Tolerance tolerance{.rtol = 1e-5, .atol = 50.0 * static_cast<double>(elements) * 0x1p-17};
     Tensor out = Tensor::empty(expected.shape(), expected.dtype());
-    for (const unsigned warps : {1u, 2u, 64u}) {
-      codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, warps)
+    for (const unsigned grid : {1u, 2u, 64u}) {
+      codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, grid)
           ->run(std::vector<Tensor>{x}, std::vector<Tensor>{out});
-      CHECK_THAT(out, IsCloseTo(expected));
+      CHECK_THAT(out, IsCloseTo(expected, tolerance));
     }
-    // The PTX: the lane's id, five butterfly steps a 32-bit word, one store
-    // (lane 0's), and ptxas accepts it.
+    // The PTX: five butterfly steps a 32-bit word; a warp's lane id, or a
+    // block's warps' sums in shared memory between two barriers; ptxas
+    // accepts it.
     for (const int sm : {80, 90}) {
-      const codegen::PtxKernel kernel = codegen::emit_ptx(rule.ir, "warp_sum", {sm});
+      const codegen::PtxKernel kernel = codegen::emit_ptx(rule.ir, "lane_sum", {sm});
       CHECK(count_of("shfl.sync.bfly.b32", kernel.ptx) == 5 * static_cast<std::size_t>(c.words));
-      CHECK(kernel.ptx.find("%laneid") != std::string::npos);
+      if (c.lanes == kWarp) {
+        CHECK(kernel.ptx.find("%laneid") != std::string::npos);
+        CHECK(count_of("bar.sync", kernel.ptx) == 0);
+      } else {
+        CHECK(kernel.ptx.find("warp_sums") != std::string::npos);
+        CHECK(count_of("bar.sync", kernel.ptx) == 2);
+      }
       check_assembles(ptxas, kernel.ptx, sm);
     }
   }

@@ -305,8 +305,8 @@ class FunctionEmitter {
       llvm::Value* index = expr(s.index);
       llvm::Value* value = expr(s.value);
       if (lanes_ > 1 && gpu_ != nullptr)  // every lane has the value: the first stores it
-        if_else(b_.CreateICmpEQ(gpu_->lane(b_), b_.getInt64(0)), "lane0", [&] { store(s.buffer, index, value); },
-                [] {});
+        if_else(b_.CreateICmpEQ(lanes_ > kWarp ? gpu_->thread(b_) : gpu_->lane(b_), b_.getInt64(0)), "lane0",
+                [&] { store(s.buffer, index, value); }, [] {});
       else
         store(s.buffer, index, value);
       return;
@@ -487,8 +487,8 @@ class FunctionEmitter {
     // threads that stage 16 steps of one row store to 16 banks, not one.
     constexpr int kAStride = Tile::kRows + 1;
     constexpr int kBStride = Tile::kCols + 1;
-    llvm::Value* a_tile = shared_floats(Tile::kDepth * kAStride, "a_tile");
-    llvm::Value* b_tile = shared_floats(Tile::kDepth * kBStride, "b_tile");
+    llvm::Value* a_tile = shared_array(f32, Tile::kDepth * kAStride, "a_tile");
+    llvm::Value* b_tile = shared_array(f32, Tile::kDepth * kBStride, "b_tile");
     // The threads' sums: registers on a GPU, an array of every thread's on the host.
     llvm::Value* all_sums = local(llvm::ArrayType::get(f32, gpu_ ? kSums : kSums * Tile::kThreads));
     const auto sums_of = [&](llvm::Value* t) {
@@ -616,11 +616,11 @@ class FunctionEmitter {
     if (gpu_) gpu_->barrier(b_);
   }
 
-  // `count` floats the block's threads share: shared memory on a GPU, the
-  // stack on the host.
-  llvm::Value* shared_floats(unsigned count, const char* name) {
-    if (gpu_) return gpu_->shared_floats(b_, count, name);
-    return local(llvm::ArrayType::get(b_.getFloatTy(), count));
+  // `count` elements of `type` the block's threads share: shared memory on
+  // a GPU, the stack on the host.
+  llvm::Value* shared_array(llvm::Type* type, unsigned count, const char* name) {
+    if (gpu_) return gpu_->shared_array(b_, type, count, name);
+    return local(llvm::ArrayType::get(type, count));
   }
 
   // An outer-product stage (dot_product.hpp) as tiles of kOuterRows rows ×
@@ -1136,41 +1136,53 @@ class FunctionEmitter {
     llvm::Type* type = compute_type(c_, dtype);
     llvm::Value* init = expr(r.init);
     std::vector<llvm::Value*> extents;
-    for (const te::IterVar& a : r.axes) extents.push_back(expr(a.extent));
+    llvm::Value* elements = b_.getInt64(1);
+    for (const te::IterVar& a : r.axes) {
+      extents.push_back(expr(a.extent));
+      elements = b_.CreateMul(elements, extents.back());
+    }
     // Lane `lane`'s partial: the init (lane 0) or the identity folded with
-    // the elements whose last coordinate is lane, lane + lanes_, … (in a
-    // row-major array, neighbouring lanes read neighbouring elements), in
-    // row-major order.
+    // the reduction's elements lane, lane + lanes_, … in row-major order
+    // (its axes flattened: neighbouring lanes read neighbouring elements).
     const auto partial = [&](llvm::Value* lane) {
       llvm::AllocaInst* acc = local(type);
       b_.CreateStore(b_.CreateSelect(b_.CreateICmpEQ(lane, b_.getInt64(0)), init, identity(r.reduce_kind, dtype)),
                      acc);
-      const std::function<void(std::size_t)> nest = [&](std::size_t d) {
-        const bool last = d + 1 == r.axes.size();
-        const te::VarNode* axis = r.axes[d].var.node();
-        stepped_loop(last ? lane : b_.getInt64(0), extents[d], b_.getInt64(last ? lanes_ : 1), false,
-                     [&](llvm::Value* k) {
-                       vars_[axis] = k;
-                       if (last)
-                         b_.CreateStore(
-                             fold(r.reduce_kind, dtype, b_.CreateLoad(type, acc), expr(r.source), false), acc);
-                       else
-                         nest(d + 1);
-                     });
-        vars_.erase(axis);
-      };
-      nest(0);
+      stepped_loop(lane, elements, b_.getInt64(lanes_), false, [&](llvm::Value* flat) {
+        for (std::size_t d = r.axes.size(); d-- > 0;) {
+          vars_[r.axes[d].var.node()] = d == 0 ? flat : b_.CreateURem(flat, extents[d]);
+          if (d > 0) flat = b_.CreateUDiv(flat, extents[d]);
+        }
+        b_.CreateStore(fold(r.reduce_kind, dtype, b_.CreateLoad(type, acc), expr(r.source), false), acc);
+      });
+      for (const te::IterVar& a : r.axes) vars_.erase(a.var.node());
       return b_.CreateLoad(type, acc);
     };
+    const unsigned warps = lanes_ / kWarp;  // 0: the lanes of one warp, fewer than 32
     if (gpu_ != nullptr) {
-      NIMBLE_ASSERT(lanes_ <= 32, "lane_reduce: the lanes of one warp");
-      llvm::Value* sum = partial(gpu_->lane(b_));
-      for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2)
+      llvm::Value* sum = partial(lanes_ > kWarp ? gpu_->thread(b_) : gpu_->lane(b_));
+      for (unsigned mask = std::min(lanes_, kWarp) / 2; mask >= 1; mask /= 2)
         sum = fold(r.reduce_kind, dtype, sum, exchange(sum, mask), false);
-      return sum;
+      if (warps <= 1) return sum;
+      // Each warp's sum (its lane 0's) to shared memory; every thread folds
+      // them in order, then waits until all have read them (the next
+      // iteration writes them again).
+      llvm::Value* sums = shared_array(type, warps, "warp_sums");
+      llvm::Value* thread = gpu_->thread(b_);
+      if_else(b_.CreateICmpEQ(b_.CreateURem(thread, b_.getInt64(kWarp)), b_.getInt64(0)), "warp.sum", [&] {
+        b_.CreateStore(sum, b_.CreateInBoundsGEP(type, sums, b_.CreateUDiv(thread, b_.getInt64(kWarp))));
+      }, [] {});
+      gpu_->barrier(b_);
+      llvm::Value* total = b_.CreateLoad(type, sums);
+      for (unsigned w = 1; w < warps; ++w)
+        total = fold(r.reduce_kind, dtype, total, b_.CreateLoad(type, b_.CreateConstInBoundsGEP1_64(type, sums, w)),
+                     false);
+      gpu_->barrier(b_);
+      return total;
     }
     // The host: every lane's partial into an array, then each step of the
-    // butterfly from one array into the other.
+    // warps' butterflies from one array into the other, then the warps'
+    // sums in order.
     llvm::Type* lanes_type = llvm::ArrayType::get(type, lanes_);
     llvm::AllocaInst* now = local(lanes_type);
     llvm::AllocaInst* next = local(lanes_type);
@@ -1178,7 +1190,7 @@ class FunctionEmitter {
       return b_.CreateInBoundsGEP(lanes_type, a, {b_.getInt64(0), lane});
     };
     loop(b_.getInt64(0), b_.getInt64(lanes_), [&](llvm::Value* lane) { b_.CreateStore(partial(lane), at(now, lane)); });
-    for (unsigned mask = lanes_ / 2; mask >= 1; mask /= 2) {
+    for (unsigned mask = std::min(lanes_, kWarp) / 2; mask >= 1; mask /= 2) {
       loop(b_.getInt64(0), b_.getInt64(lanes_), [&](llvm::Value* lane) {
         llvm::Value* mine = b_.CreateLoad(type, at(now, lane));
         llvm::Value* theirs = b_.CreateLoad(type, at(now, b_.CreateXor(lane, b_.getInt64(mask))));
@@ -1186,8 +1198,14 @@ class FunctionEmitter {
       });
       std::swap(now, next);
     }
-    return b_.CreateLoad(type, at(now, b_.getInt64(0)));
+    llvm::Value* total = b_.CreateLoad(type, at(now, b_.getInt64(0)));
+    for (unsigned w = 1; w < warps; ++w)
+      total = fold(r.reduce_kind, dtype, total, b_.CreateLoad(type, at(now, b_.getInt64(w * kWarp))), false);
+    return total;
   }
+
+  // The lanes of a GPU warp.
+  static constexpr unsigned kWarp = 32;
 
   // Another lane's `v` (GpuOps::exchange), in 32-bit pieces.
   llvm::Value* exchange(llvm::Value* v, unsigned mask) {

@@ -30,6 +30,7 @@ namespace llvm {
 class IRBuilderBase;
 class LLVMContext;
 class Module;
+class Type;
 class Value;
 }  // namespace llvm
 
@@ -66,10 +67,10 @@ class GpuOps {
   /// Waits until every thread of the block got here; what they wrote to
   /// shared memory before is visible after.
   virtual void barrier(llvm::IRBuilderBase& b) const = 0;
-  /// A pointer (generic address space) to `count` floats of the block's
-  /// shared memory, a new array each call, named `name`.
-  [[nodiscard]] virtual llvm::Value* shared_floats(llvm::IRBuilderBase& b, unsigned count,
-                                                   const char* name) const = 0;
+  /// A pointer (generic address space) to `count` elements of `type` in the
+  /// block's shared memory, a new array each call, named `name`.
+  [[nodiscard]] virtual llvm::Value* shared_array(llvm::IRBuilderBase& b, llvm::Type* type, unsigned count,
+                                                  const char* name) const = 0;
 };
 
 /// A dot-product stage (dot_product.hpp) scheduled for a GPU in shared-
@@ -115,13 +116,15 @@ struct CpuEmitOptions {
   /// The target is x86 with AVX-512: the math expansions of 512-bit vectors
   /// may use its instructions (math.hpp's kX86Avx512Flag).
   bool x86_avx512 = false;
-  /// A stage of several lanes (Stage::lanes > 1) splits each reduction of
-  /// its element across a warp's lanes (codegen/cuda/gpu_schedule.hpp):
-  /// lane l folds the elements whose last coordinate is l, l + 32, … (in
-  /// row-major order; the first lane starts from the init, the others from
-  /// the fold's identity), the lanes' partials combine in a butterfly
-  /// (offsets 16, …, 1: each lane folds its partial with its partner's), and
-  /// lane 0 stores; a stage of product tiles runs GpuProductTile's schedule.
+  /// A stage of several lanes (Stage::lanes > 1: a warp's 32, or a block's
+  /// threads) splits each reduction of its element across them
+  /// (codegen/cuda/gpu_schedule.hpp): lane l folds the reduction's elements
+  /// l, l + lanes, … in row-major order (its axes flattened; the first lane
+  /// starts from the init, the others from the fold's identity), the lanes'
+  /// partials combine in a butterfly in each warp (offsets 16, …, 1: each
+  /// lane folds its partial with its partner's), a block's warps' sums then
+  /// in order through shared memory, and lane 0 stores; a stage of product
+  /// tiles runs GpuProductTile's schedule.
   /// With `gpu` the threads are a GPU's; null, the host runs every thread of
   /// an iteration itself — each step between two barriers (or exchanges) for
   /// all threads, one after another, their private values and the block's

@@ -123,8 +123,10 @@ llvm::Function* grid_stride(llvm::Function* stage) {
   return f;
 }
 
-// A tile's threads are a block's: its entry's grid-stride threads are blocks.
+// A tile's threads, and a block reduction's, are a block's: their entries'
+// grid-stride threads are blocks.
 static_assert(GpuProductTile::kThreads == cuda::CudaStages::kBlockThreads);
+static_assert(kBlockLanes == cuda::CudaStages::kBlockThreads);
 
 // The PTX entry `name` over grid-stride function `threads`, for a stage of
 // `lanes` lanes an iteration: its thread of the grid-stride loop is
@@ -272,9 +274,10 @@ class NvvmOps final : public GpuOps {
     return b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}), b.getInt64Ty());
   }
   void barrier(llvm::IRBuilderBase& b) const override { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
-  llvm::Value* shared_floats(llvm::IRBuilderBase& b, unsigned count, const char* name) const override {
+  llvm::Value* shared_array(llvm::IRBuilderBase& b, llvm::Type* element, unsigned count,
+                            const char* name) const override {
     llvm::Module& m = *b.GetInsertBlock()->getModule();
-    auto* type = llvm::ArrayType::get(b.getFloatTy(), count);
+    auto* type = llvm::ArrayType::get(element, count);
     auto* array = new llvm::GlobalVariable(m, type, false, llvm::GlobalValue::InternalLinkage,
                                            llvm::PoisonValue::get(type), name, nullptr,
                                            llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);

@@ -1,5 +1,6 @@
 #include "codegen/cuda/gpu_schedule.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <span>
@@ -48,6 +49,10 @@ bool can_fail(const te::Expr& e) {
 
 // Fewer rows than this make a dot product a warp an element, not tiles.
 constexpr std::int64_t kMinTileRows = 16;
+
+// A reduction of this many elements or more (known when compiling) is a
+// block's, not a warp's: 16 or more elements a thread.
+constexpr std::int64_t kBlockReduction = 4096;
 
 bool is_var(const te::Expr& e, const te::VarNode* var) { return e.as<te::VarNode>() == var; }
 
@@ -113,31 +118,44 @@ std::optional<StmtRef> collapsed(const KernelIR& kernel, const Stage& stage) {
   return make_loop(element, stride, ForKind::parallel, std::move(body));
 }
 
-// Whether the stage's element is a reduction along a row that a warp's
-// lanes split (the header's Warps): one parallel loop around the store, an
-// element that cannot fail, and reductions only of the kinds the emitter
-// splits (splits_across_lanes), at least one of them along a last axis of
-// 32 elements or more (or of a length known only at run time).
-bool is_warp_stage(const Stage& stage) {
+// The lanes that compute the stage's element where it is a reduction along
+// a row (the header's Warps and Blocks), or 1: one parallel loop around the
+// store, an element that cannot fail, and reductions only of the kinds the
+// emitter splits (splits_across_lanes), at least one of them of 32 elements
+// or more (or of a number known only at run time). A block's threads where a
+// reduction has kBlockReduction elements or more, or the stage has a single
+// element (a whole tensor's sum): a warp's lanes otherwise.
+unsigned reduction_lanes(const Stage& stage) {
   const Nest nest = nest_of(*stage.body);
-  if (nest.loops.size() != 1 || can_fail(nest.store->value)) return false;
+  if (nest.loops.size() != 1 || can_fail(nest.store->value)) return 1;
   bool splits = true;
   bool long_row = false;
+  bool long_reduction = false;
   // The reductions outermost in the value (a reduction's source is checked
   // by splits_across_lanes).
   const std::function<void(const te::Expr&)> visit = [&](const te::Expr& e) {
     if (const auto* r = e.as<te::ReduceNode>()) {
       splits = splits && splits_across_lanes(*r);
-      if (!r->axes.empty()) {
-        const std::optional<std::int64_t> n = te::as_int(r->axes.back().extent);
-        long_row = long_row || !n || *n >= static_cast<std::int64_t>(kWarpLanes);
+      // Its elements where every axis is known (saturating), or nothing.
+      std::optional<std::int64_t> elements = 1;
+      for (const te::IterVar& axis : r->axes) {
+        const std::optional<std::int64_t> n = te::as_int(axis.extent);
+        if (!n) {
+          elements.reset();
+          break;
+        }
+        elements = std::min(*elements * std::max<std::int64_t>(*n, 0), kBlockReduction);
       }
+      long_row = long_row || !elements || *elements >= static_cast<std::int64_t>(kWarpLanes);
+      long_reduction = long_reduction || (elements && *elements >= kBlockReduction);
       return;
     }
     te::for_each_child(e, visit);
   };
   visit(nest.store->value);
-  return splits && long_row;
+  if (!splits || !long_row) return 1;
+  const std::optional<std::int64_t> elements = te::as_int(nest.loops[0]->extent);
+  return long_reduction || (elements && *elements == 1) ? kBlockLanes : kWarpLanes;
 }
 
 // The tiles of `stage` as a product in shared-memory tiles (the header's
@@ -171,7 +189,7 @@ KernelIR schedule_for_gpu(KernelIR kernel) {
       continue;
     }
     if (std::optional<StmtRef> body = collapsed(kernel, stage)) stage.body = std::move(*body);
-    if (is_warp_stage(stage)) stage.lanes = kWarpLanes;
+    stage.lanes = reduction_lanes(stage);
   }
   return kernel;
 }

@@ -15,10 +15,14 @@
 //  - Warps. A stage whose element is a reduction along a row (softmax's max
 //    and sum, layer_norm's sums, a dense product's dot, a sum over an axis)
 //    computes each element by a warp's 32 lanes: lane l folds the row's
-//    elements l, l + 32, … (along the reduction's last axis: neighbouring
+//    elements l, l + 32, … (the reduction's axes flattened: neighbouring
 //    lanes read neighbouring elements, one memory transaction a step), the
 //    lanes' partials combine in a butterfly of warp shuffles, and lane 0
 //    stores (Stage::lanes).
+//  - Blocks. Where a reduction is long (4096 elements or more, known when
+//    compiling) or the stage has one element (a whole tensor's sum), a
+//    block's 256 threads compute the element: each warp as above, then the
+//    warps' sums in order through shared memory.
 //  - Tiles. A product of 16 rows or more (or rows known at run time) —
 //    a dot product of rows of a with rows of b (dense's x · wᵀ,
 //    batch_matmul's q · kᵀ) or matmul's a · b (attention's p · v), the two
@@ -35,6 +39,8 @@ namespace nimble::codegen {
 
 /// The lanes of a GPU warp: Stage::lanes of a stage computed a warp an element.
 inline constexpr unsigned kWarpLanes = 32;
+/// A block's threads: Stage::lanes of a stage computed a block an element.
+inline constexpr unsigned kBlockLanes = 256;
 
 /// `kernel` with its stages scheduled for a GPU as the header says. What it
 /// computes is unchanged; the order of a reduction's sum changes where its
