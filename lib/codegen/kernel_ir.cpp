@@ -109,9 +109,10 @@ std::string to_string(const KernelIR& kernel) {
                        c.message);
   for (const Stage& s : kernel.stages) {
     out += fmt::format("  stage {} (work {}{}):\n", s.name, te::to_string(s.work),
-                       s.product_tiles ? fmt::format(", {} tiles of {} threads", te::to_string(s.tiles), s.lanes)
-                       : s.lanes > 1   ? fmt::format(", {} lanes an iteration", s.lanes)
-                                       : std::string());
+                       s.product_tiles          ? fmt::format(", {} tiles of {} threads", te::to_string(s.tiles), s.lanes)
+                       : s.lanes > 1            ? fmt::format(", {} lanes an iteration", s.lanes)
+                       : s.vector_elements > 1 ? fmt::format(", {} elements an iteration", s.vector_elements)
+                                                : std::string());
     print_stmt(kernel, *s.body, 2, out);
   }
   return out;

@@ -97,6 +97,11 @@ struct Stage {
   /// The tiles of a stage of product tiles: the outer loops' iterations ×
   /// the row tiles × the column tiles (undefined otherwise).
   te::Expr tiles;
+  /// Elements an iteration of a flat element-wise GPU stage: each thread
+  /// reads and writes them as vectors where they are all in range and
+  /// aligned (codegen/cuda/gpu_schedule.hpp); its range is its loop's
+  /// extent in groups of them. 1: an element an iteration.
+  unsigned vector_elements = 1;
 };
 
 struct KernelIR {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
@@ -208,6 +210,58 @@ TEST_CASE("cuda: the GPU's schedule: a thread an element, a warp an element wher
     CHECK(mixed.stages.back().product_tiles);
     CHECK(gpu_lanes(ops::matmul(), {f32({n, 40}), f32({40, m})}).back() == 256);
     CHECK(gpu_lanes(ops::matmul(), {f32({8, 40}), f32({40, m})}).back() == 1);
+  }
+}
+
+TEST_CASE("cuda: an element-wise stage: 4 elements a thread, as vectors where in range and aligned", "[cuda]") {
+  const std::string ptxas = find_ptxas();
+  if (ptxas.empty()) WARN("ptxas not run: the CUDA toolkit is not installed");
+  const ir::Dim n("n");
+  const auto vector_of = [&](DType dtype) { return ir::tensor_type({n}, dtype); };
+  using Elements = std::vector<unsigned>;
+  const auto elements = [](const ir::OpDef& op, const std::vector<ir::Type>& types) {
+    Elements out;
+    for (const codegen::Stage& s : codegen::schedule_for_gpu(rule_of(op, types).ir).stages)
+      out.push_back(s.vector_elements);
+    return out;
+  };
+  CHECK(elements(ops::add(), {vector_of(DType::f32), vector_of(DType::f32)}) == Elements{4});
+  CHECK(elements(ops::sigmoid(), {vector_of(DType::f32)}) == Elements{4});
+  CHECK(elements(ops::add(), {vector_of(DType::i32), vector_of(DType::i32)}) == Elements{4});
+  CHECK(elements(ops::add(), {vector_of(DType::i64), vector_of(DType::i64)}) == Elements{1});  // 8-byte elements
+  // A broadcast reads b along the rows' columns, not at the element.
+  CHECK(elements(ops::add(), {ir::tensor_type({n, 64}, DType::f32), ir::tensor_type({64}, DType::f32)}) ==
+        Elements{1});
+
+  const Rule add = rule_of(ops::add(), {vector_of(DType::f32), vector_of(DType::f32)});
+  Rng rng(20261207);
+  // Lengths with and without a partial last group; inputs aligned (fresh
+  // tensors) and one borrowed a float past an aligned address (element by
+  // element).
+  for (const std::int64_t length : {1, 3, 4, 37}) {
+    const Tensor a = random_tensor(rng, {length}, DType::f32);
+    std::vector<float> memory(static_cast<std::size_t>(length) + 4);
+    float* odd = memory.data() + (reinterpret_cast<std::uintptr_t>(memory.data()) % 16 == 0 ? 1 : 0);
+    std::copy_n(static_cast<const float*>(random_tensor(rng, {length}, DType::f32).raw_data()), length, odd);
+    const Tensor b = Tensor::borrow({length}, std::span<float>(odd, static_cast<std::size_t>(length)));
+    for (const Tensor& other : {a, b}) {
+      INFO("length " << length << (other.raw_data() == odd ? ", misaligned" : ""));
+      const Tensor expected =
+          ops::add().reference(std::vector<Value>{Value(a), Value(other)}, {}).tensor();
+      for (const unsigned grid : {1u, 3u, 64u}) {
+        Tensor out = Tensor::empty({length}, DType::f32);
+        codegen::compile_gpu_schedule_for_host("add", add.inputs, add.outputs, grid)
+            ->run(std::vector<Tensor>{a, other}, std::vector<Tensor>{out});
+        CHECK_THAT(out, IsCloseTo(expected));
+      }
+    }
+  }
+  // The PTX: a 128-bit load an input and a 128-bit store in the vector path.
+  for (const int sm : {80, 90}) {
+    const codegen::PtxKernel kernel = codegen::emit_ptx(add.ir, "vector_add", {sm});
+    CHECK(count_of("ld.v4.f32", kernel.ptx) == 2);
+    CHECK(count_of("st.v4.f32", kernel.ptx) == 1);
+    check_assembles(ptxas, kernel.ptx, sm);
   }
 }
 

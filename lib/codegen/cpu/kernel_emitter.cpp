@@ -209,6 +209,7 @@ struct Panel {
 };
 
 int emitted_size(const Expr& e, int limit);
+bool lane_wise(const Expr& e, const te::VarNode* var, const Expr& extent);
 
 class FunctionEmitter {
  public:
@@ -611,6 +612,62 @@ class FunctionEmitter {
     loop(b_.getInt64(0), b_.getInt64(GpuProductTile::kThreads), std::forward<Body>(body));
   }
 
+  // A flat element-wise GPU stage in groups of `group` elements
+  // (Stage::vector_elements): [begin, end) is of groups. A group whose
+  // elements are all in range, of buffers aligned to a vector of them (the
+  // output and every input read at the element), is one vector load an
+  // input and one vector store (ld.global.v4: a quarter of the memory
+  // instructions); any other — the last, or one of misaligned views — and
+  // every group of a body that is not lane by lane (lane_wise), element by
+  // element.
+  void gpu_element_groups(const Stmt& elements, unsigned group, llvm::Value* begin, llvm::Value* end) {
+    const Stmt& store = *elements.body;
+    const te::VarNode* var = elements.var.node();
+    const DType dtype = s_.kernel.buffers[static_cast<std::size_t>(store.buffer)].tensor.dtype();
+    const unsigned bytes = group * static_cast<unsigned>(dtype_size(dtype));
+    llvm::Value* n = expr(elements.extent);
+    const bool lane_by_lane = lane_wise(store.value, var, elements.extent);
+    // Whether the output and every buffer read at the element start at a
+    // multiple of a vector's bytes.
+    llvm::Value* misaligned = b_.CreatePtrToInt(base(store.buffer), i64_);
+    const std::function<void(const Expr&)> read_at_element = [&](const Expr& e) {
+      if (const auto* l = e.as<te::LoadNode>(); l && l->indices.size() == 1 && l->indices[0].as<te::VarNode>() == var)
+        misaligned = b_.CreateOr(misaligned, b_.CreatePtrToInt(base(buffer_of(l->tensor)), i64_));
+      te::for_each_child(e, read_at_element);
+    };
+    read_at_element(store.value);
+    llvm::Value* aligned = b_.CreateICmpEQ(b_.CreateAnd(misaligned, b_.getInt64(bytes - 1)), b_.getInt64(0));
+    const auto each_element = [&](llvm::Value* first, llvm::Value* last) {
+      loop(first, last, [&](llvm::Value* e) {
+        vars_[var] = e;
+        llvm::Value* value = expr(store.value);
+        this->store(store.buffer, e, value);
+      });
+      vars_.erase(var);
+    };
+    loop(begin, end, [&](llvm::Value* g) {
+      llvm::Value* first = b_.CreateMul(g, b_.getInt64(group));
+      llvm::Value* after = b_.CreateAdd(first, b_.getInt64(group));
+      if (!lane_by_lane) {
+        each_element(first, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, after, n));
+        return;
+      }
+      if_else(b_.CreateAnd(aligned, b_.CreateICmpSLE(after, n)), "group.vector", [&] {
+        vector_lanes_ = group;
+        vector_var_ = var;
+        vector_iv_ = first;
+        vector_mask_ = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), group));
+        vector_align_ = bytes;
+        llvm::Value* memory = to_memory(expr(store.value), dtype);
+        annotate(b_.CreateAlignedStore(memory, element_ptr(store.buffer, first), llvm::Align(bytes)), store.buffer);
+        vector_lanes_ = 0;
+        vector_var_ = nullptr;
+        vector_iv_ = vector_mask_ = nullptr;
+        vector_align_ = 0;
+      }, [&] { each_element(first, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, after, n)); });
+    });
+  }
+
   // A barrier of the block's threads (the host's loops already are one).
   void block_barrier() {
     if (gpu_) gpu_->barrier(b_);
@@ -879,8 +936,11 @@ class FunctionEmitter {
         vector_lanes_ = lanes;
       }
       llvm::Type* type = value_type(memory_type(c_, t.dtype()));
-      llvm::Instruction* v = b_.CreateMaskedLoad(type, element_ptr(buffer, at), element_align(t.dtype()),
-                                                 vector_mask_, llvm::Constant::getNullValue(type));
+      // A GPU group's vectors at its first element are aligned to their size.
+      const llvm::Align align = vector_align_ > 0 && at == vector_iv_ ? llvm::Align(vector_align_)
+                                                                       : element_align(t.dtype());
+      llvm::Instruction* v =
+          b_.CreateMaskedLoad(type, element_ptr(buffer, at), align, vector_mask_, llvm::Constant::getNullValue(type));
       annotate(v, buffer);
       return from_memory(v, t.dtype());
     }
@@ -2785,6 +2845,9 @@ class FunctionEmitter {
   llvm::Value* vector_mask_ = nullptr;
   // While store_tile_row stores a partial row of sums: the mask of its lanes.
   llvm::Value* tile_mask_ = nullptr;
+  // While gpu_element_groups emits a group's vectors: their bytes, the
+  // alignment of a load at the group's first element (0 otherwise).
+  unsigned vector_align_ = 0;
 };
 
 llvm::Function* declare(llvm::Module& m, const std::string& name, std::vector<llvm::Type*> params) {
@@ -2813,6 +2876,7 @@ struct SplitRange {
 
 SplitRange split_range(const KernelIR& kernel, const Stage& stage, const CpuEmitOptions& options) {
   if (stage.product_tiles) return {&stage.tiles};
+  if (stage.vector_elements > 1) return {&stage.body->extent, stage.vector_elements};
   if (!options.register_tiles) return {&stage.body->extent};
   if (const std::optional<DotProductStage> dot = match_dot_product(kernel, stage); dot && dot->outer.empty())
     return {&dot->cols->extent, dot_tile(options.vector_bits).cols};
@@ -3012,6 +3076,8 @@ void emit_stage(ModuleState& state, llvm::Function* fn, const Stage& stage, cons
     const std::optional<TiledProduct> tiled = match_tiled_product(state.kernel, stage);
     NIMBLE_ASSERT(tiled.has_value(), "a stage of product tiles is a dot or an outer product");
     e.gpu_product_tiles(*tiled, e.arg(3), e.arg(4));
+  } else if (stage.vector_elements > 1) {
+    e.gpu_element_groups(*stage.body, stage.vector_elements, e.arg(3), e.arg(4));
   } else if (vector)
     e.vector_loop(*vector, options.vector_bits / 32, e.arg(3), e.arg(4));
   else if (dot)

@@ -54,6 +54,9 @@ constexpr std::int64_t kMinTileRows = 16;
 // block's, not a warp's: 16 or more elements a thread.
 constexpr std::int64_t kBlockReduction = 4096;
 
+// A flat element-wise stage's elements a thread: one 128-bit vector of 32-bit ones.
+constexpr unsigned kVectorElements = 4;
+
 bool is_var(const te::Expr& e, const te::VarNode* var) { return e.as<te::VarNode>() == var; }
 
 // Whether `index` is the row-major flat index of `loops`' variables over
@@ -178,6 +181,32 @@ std::optional<te::Expr> product_tiles(const KernelIR& kernel, const Stage& stage
   return te::product(tiles);
 }
 
+// Elements an iteration of `stage` (the header's Vectors): kVectorElements
+// for a flat element-wise stage of 32-bit elements — one loop whose
+// variable is its store's index, every load along it a 32-bit element at
+// it (a 1-d view) and every other load independent of it, nothing that can
+// fail, no reduction, no op without vector instructions — else 1.
+unsigned vector_elements(const KernelIR& kernel, const Stage& stage) {
+  const Nest nest = nest_of(*stage.body);
+  if (nest.loops.size() != 1) return 1;
+  const te::VarNode* var = nest.loops[0]->var.node();
+  const auto is_32_bits = [&](int buffer) {
+    return dtype_size(kernel.buffers[static_cast<std::size_t>(buffer)].tensor.dtype()) == 4;
+  };
+  if (!is_var(nest.store->index, var) || !is_32_bits(nest.store->buffer) || can_fail(nest.store->value)) return 1;
+  bool lane_by_lane = true;
+  for_each_node(nest.store->value, [&](const te::Expr& e) {
+    if (e.kind() == te::ExprKind::reduce) lane_by_lane = false;
+    if (const auto* b = e.as<te::BinaryNode>(); b && !has_vector_instructions(*b)) lane_by_lane = false;
+    if (const auto* l = e.as<te::LoadNode>(); l && depends_on(e, var)) {
+      const auto it = kernel.buffer_of.find(l->tensor.get());
+      lane_by_lane = lane_by_lane && l->indices.size() == 1 && is_var(l->indices[0], var) &&
+                     it != kernel.buffer_of.end() && is_32_bits(it->second);
+    }
+  });
+  return lane_by_lane ? kVectorElements : 1;
+}
+
 }  // namespace
 
 KernelIR schedule_for_gpu(KernelIR kernel) {
@@ -190,6 +219,7 @@ KernelIR schedule_for_gpu(KernelIR kernel) {
     }
     if (std::optional<StmtRef> body = collapsed(kernel, stage)) stage.body = std::move(*body);
     stage.lanes = reduction_lanes(stage);
+    if (stage.lanes == 1) stage.vector_elements = vector_elements(kernel, stage);
   }
   return kernel;
 }

@@ -23,6 +23,10 @@
 //    compiling) or the stage has one element (a whole tensor's sum), a
 //    block's 256 threads compute the element: each warp as above, then the
 //    warps' sums in order through shared memory.
+//  - Vectors. A flat element-wise stage of 32-bit elements (an add, an
+//    activation, a fused chain of them over whole tensors) gives a thread 4
+//    consecutive elements, read and written as 128-bit vectors where all 4
+//    are in range and the buffers aligned (Stage::vector_elements).
 //  - Tiles. A product of 16 rows or more (or rows known at run time) —
 //    a dot product of rows of a with rows of b (dense's x · wᵀ,
 //    batch_matmul's q · kᵀ) or matmul's a · b (attention's p · v), the two
