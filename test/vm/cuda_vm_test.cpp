@@ -20,6 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/cuda/gpu_kernel.hpp"
+#include "codegen/cuda/gpu_schedule.hpp"
+#include "codegen/kernel_ir.hpp"
+#include "codegen/primitive_rule.hpp"
 #include "models/bert.hpp"
 #include "models/lstm.hpp"
 #include "models/tree_lstm.hpp"
@@ -32,8 +36,10 @@
 #include "support/fake_cuda.hpp"
 #include "support/gpu_on_host.hpp"
 #include "support/model_args.hpp"
+#include "support/ptxas.hpp"
 #include "support/same_value.hpp"
 #include "support/vm_checks.hpp"
+#include "vm/executable_data.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
@@ -153,6 +159,47 @@ TEST_CASE("cuda: the LSTM, the Tree-LSTM and BERT compiled for a GPU match the r
   check_on_gpu(bert_case(2, 7), &gpu.fake);
   CHECK(gpu.fake.calls("cuMemcpyHtoDAsync_v2") - copies >= 2 * 16);
   CHECK(gpu.allocator.stats().live_bytes == 0);
+}
+
+TEST_CASE("cuda: the fused kernels of the LSTM, the Tree-LSTM and BERT get the GPU's schedules and pass ptxas",
+          "[cuda]") {
+  FakeGpu gpu;
+  const std::string ptxas = find_ptxas();
+  if (ptxas.empty()) WARN("ptxas not run: the CUDA toolkit is not installed");
+  // Which schedules the models' stages get, over all their GPU primitives.
+  std::map<std::string, int> schedules;
+  int primitives = 0;
+  for (const ModelCase& c : {lstm_case(5), tree_lstm_case(19), bert_case(2, 7)}) {
+    const vm::Executable exe = compile(c.module, {.target = kGpu});
+    for (const PrimitiveInfo& prim : exe.data().primitives) {
+      if (prim.device != kGpu || prim.kind != PrimitiveKind::compute) continue;
+      INFO(c.entry << ": " << prim.name);
+      const std::optional<codegen::PrimitiveRule> rule = codegen::primitive_rule(prim);
+      REQUIRE(rule.has_value());
+      ++primitives;
+      const codegen::KernelIR ir = codegen::lower_to_kernel_ir(prim.name, rule->inputs, rule->outputs);
+      for (const codegen::Stage& stage : codegen::schedule_for_gpu(ir).stages)
+        ++schedules[stage.product_tiles          ? "tiles"
+                    : stage.lanes == codegen::kBlockLanes ? "block"
+                    : stage.lanes == codegen::kWarpLanes  ? "warp"
+                    : stage.vector_elements > 1           ? "vectors"
+                                                          : "elements"];
+      if (ptxas.empty()) continue;
+      for (const int sm : {80, 90}) {
+        const codegen::PtxKernel kernel = codegen::gpu_kernel_ptx(prim.name, rule->inputs, rule->outputs, {sm});
+        const PtxasResult result = run_ptxas(ptxas, kernel.ptx, fmt::format("sm_{}", sm));
+        INFO("sm_" << sm << ":\n" << result.log);
+        CHECK(result.status == 0);
+      }
+    }
+  }
+  INFO(primitives << " GPU primitives");
+  CHECK(primitives >= 10);
+  // BERT's products are tiles, its softmax and layer_norm rows warps; the
+  // LSTM's one-row products warps; the cells' element-wise math threads.
+  CHECK(schedules["tiles"] >= 4);
+  CHECK(schedules["warp"] >= 4);
+  CHECK(schedules["elements"] + schedules["vectors"] >= 4);
 }
 
 TEST_CASE("cuda: each VirtualMachine launches on a stream of its own; VMs on two threads answer at once", "[cuda]") {
