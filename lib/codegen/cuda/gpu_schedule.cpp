@@ -139,18 +139,16 @@ unsigned reduction_lanes(const Stage& stage) {
   const std::function<void(const te::Expr&)> visit = [&](const te::Expr& e) {
     if (const auto* r = e.as<te::ReduceNode>()) {
       splits = splits && splits_across_lanes(*r);
-      // Its elements where every axis is known (saturating), or nothing.
-      std::optional<std::int64_t> elements = 1;
+      // Its elements (saturating at kBlockReduction) where every axis is known.
+      bool known = true;
+      std::int64_t elements = 1;
       for (const te::IterVar& axis : r->axes) {
         const std::optional<std::int64_t> n = te::as_int(axis.extent);
-        if (!n) {
-          elements.reset();
-          break;
-        }
-        elements = std::min(*elements * std::max<std::int64_t>(*n, 0), kBlockReduction);
+        known = known && n.has_value();
+        if (known) elements = std::min(elements * std::max<std::int64_t>(n.value_or(0), 0), kBlockReduction);
       }
-      long_row = long_row || !elements || *elements >= static_cast<std::int64_t>(kWarpLanes);
-      long_reduction = long_reduction || (elements && *elements >= kBlockReduction);
+      long_row = long_row || !known || elements >= static_cast<std::int64_t>(kWarpLanes);
+      long_reduction = long_reduction || (known && elements >= kBlockReduction);
       return;
     }
     te::for_each_child(e, visit);
