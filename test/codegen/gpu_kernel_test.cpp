@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,7 @@
 #include "nimble/runtime/storage.hpp"
 #include "runtime/cuda/allocator.hpp"
 #include "runtime/cuda/context.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream.hpp"
 #include "support/fake_cuda.hpp"
 #include "support/gpu_on_host.hpp"
@@ -545,4 +548,92 @@ TEST_CASE("cuda: a GPU kernel runs through the driver: shapes to the device, eve
   fake.check_nothing_live();
 }
 
+// A runner of check_rule: the rule as a GPU kernel on `stream`'s GPU
+// (compile_cuda_kernel: PTX loaded by the driver, the prologue on the host,
+// the stages launched by CudaStages), its inputs copied there and its
+// results back. On the fake driver (`fake`), each kernel's launches run its
+// stages on the host (gpu_on_host). An op a GPU does not run (not_supported:
+// its prologue would read a tensor's elements) goes into `unsupported`, its
+// expected results standing in for its own.
+RuleRunner on_gpu(const std::shared_ptr<const cuda::Context>& context, cuda::Stream& stream, bool fake,
+                  std::set<std::string>& unsupported, int& ran) {
+  return [context, &stream, fake, &unsupported, &ran](const ir::OpDef& op, std::span<const te::Tensor> outputs,
+                                       std::span<const te::Tensor> placeholders, std::span<const Tensor> values,
+                                       std::span<const Tensor> expected) {
+    static int kernels = 0;
+    const std::string name(op.name);
+    const std::string prefix = fmt::format("every_op_{}", kernels++);
+    const Device gpu = Device::cuda(stream.context().ordinal());
+    Ref<Kernel> kernel;
+    try {
+      kernel = codegen::compile_cuda_kernel(name, placeholders, outputs, context, prefix);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::not_supported) throw;
+      unsupported.insert(name);
+      return std::vector<Tensor>(expected.begin(), expected.end());
+    }
+    if (fake)
+      add_host_stages(prefix, codegen::gpu_schedule_host_code(
+                                  codegen::lower_to_kernel_ir(name, placeholders, outputs), 3));
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> results;
+    for (const Tensor& v : values) inputs.push_back(to_device(v, stream, gpu));
+    for (const Tensor& e : expected)
+      results.push_back(Tensor::view_of(Storage::allocate(e.nbytes(), gpu), e.shape(), e.dtype()));
+    kernel->run(inputs, results);
+    ++ran;
+    for (Tensor& r : results) r = to_host(r, stream);
+    return results;
+  };
+}
+
+// Every op with a rule, through the CUDA runtime on `context`'s GPU,
+// against its reference kernel; the ops a GPU does not run are exactly the
+// ones whose prologue reads a tensor's elements.
+void check_every_op_on(const std::shared_ptr<const cuda::Context>& context, bool fake) {
+  cuda::Stream stream(context);
+  std::set<std::string> unsupported;
+  int ran = 0;
+  const RuleRunner runner = on_gpu(context, stream, fake, unsupported, ran);
+  const std::map<const ir::OpDef*, Generator> calls = generators();
+  Rng rng(20261208);
+  int ops = 0;
+  for (const ir::OpDef* op : ir::all_ops()) {
+    if (op->compute == nullptr) continue;
+    INFO("op " << op->name);
+    check_rule(*op, calls.at(op)(rng), rng, runner, true);
+    ++ops;
+  }
+  CHECK(ran + static_cast<int>(unsupported.size()) == ops);
+  // Their prologues read a tensor's elements: shapes given as tensors
+  // (full, ones, arange's bounds) and dynamic_update_slice's checked start.
+  CHECK(unsupported == std::set<std::string>{"arange", "dynamic_update_slice", "full", "ones"});
+}
+
 }  // namespace
+
+TEST_CASE("cuda: every op's rule through the CUDA runtime on the fake driver matches its reference kernel",
+          "[cuda]") {
+  const FakeDriver fake(1, std::size_t{256} << 20);
+  {
+    const auto context = cuda::Context::open(fake.open(), 0);
+    cuda::DeviceAllocator allocator(context);
+    const Registered registered(allocator);
+    const GpuOnHost on_host(fake);
+    check_every_op_on(context, true);
+  }
+  fake.check_nothing_live();
+}
+
+TEST_CASE("cuda: on a real GPU, every op's rule matches its reference kernel", "[cuda]") {
+  std::shared_ptr<const cuda::Context> context;
+  try {
+    (void)cuda::process_device_allocator(0);
+    context = cuda::Context::open(cuda::process_driver(), 0);
+  } catch (const Error& e) {
+    WARN("skipped, no GPU: " << e.message());
+    return;
+  }
+  check_every_op_on(context, false);
+}
+
