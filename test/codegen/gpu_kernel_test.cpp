@@ -108,6 +108,13 @@ void check_assembles(const std::string& ptxas, const std::string& ptx, int sm) {
   CHECK(result.status == 0);
 }
 
+// An output whose elements hold what no kernel computes here (NaN, or -77
+// for integers): an element a run leaves unwritten cannot match, nor can an
+// earlier run's result in reused memory.
+Tensor unwritten(const Shape& shape, DType dtype) {
+  return Tensor::full(shape, is_floating(dtype) ? std::numeric_limits<double>::quiet_NaN() : -77.0, dtype);
+}
+
 // The kernel IR of `op` over placeholders of `types`, and the rule's
 // placeholders and outputs.
 struct Rule {
@@ -252,7 +259,7 @@ TEST_CASE("cuda: an element-wise stage: 4 elements a thread, as vectors where in
       const Tensor expected =
           ops::add().reference(std::vector<Value>{Value(a), Value(other)}, {}).tensor();
       for (const unsigned grid : {1u, 3u, 64u}) {
-        Tensor out = Tensor::empty({length}, DType::f32);
+        Tensor out = unwritten({length}, DType::f32);
         codegen::compile_gpu_schedule_for_host("add", add.inputs, add.outputs, grid)
             ->run(std::vector<Tensor>{a, other}, std::vector<Tensor>{out});
         CHECK_THAT(out, IsCloseTo(expected));
@@ -307,7 +314,7 @@ TEST_CASE("cuda: a product's shared-memory tiles: staged rows, sums a thread, th
     const Tensor expected = c.op->reference(args, c.attrs).tensor();
     // One grid-stride thread (a block) takes every tile; two; more than there are.
     for (const unsigned blocks : {1u, 2u, 64u}) {
-      Tensor out = Tensor::empty(expected.shape(), DType::f32);
+      Tensor out = unwritten(expected.shape(), DType::f32);
       codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, blocks)
           ->run(inputs, std::vector<Tensor>{out});
       // Sums of up to 37 products of |x| <= 2, fused multiply-adds in k's
@@ -371,8 +378,8 @@ TEST_CASE("cuda: a warp's or a block's reduction: lanes fold strided shares, shu
     std::int64_t elements = 1;
     for (const std::int64_t axis : c.axes) elements *= c.shape[static_cast<std::size_t>(axis)];
     const Tolerance tolerance{.rtol = 1e-5, .atol = 50.0 * static_cast<double>(elements) * 0x1p-17};
-    Tensor out = Tensor::empty(expected.shape(), expected.dtype());
     for (const unsigned grid : {1u, 2u, 64u}) {
+      Tensor out = unwritten(expected.shape(), expected.dtype());
       codegen::compile_gpu_schedule_for_host(std::string(c.op->name), rule.inputs, rule.outputs, grid)
           ->run(std::vector<Tensor>{x}, std::vector<Tensor>{out});
       CHECK_THAT(out, IsCloseTo(expected, tolerance));
