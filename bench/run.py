@@ -12,7 +12,7 @@ with OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = n and Debian's
 OpenMP build of OpenBLAS first on the library path (so that libtorch's
 libblas.so.3 is OpenBLAS, whatever the system default). Then it merges the
 raw files (bench/merge_results.py), checks the checksums, writes
-bench/results/latest.json (--quick: build/release/bench/results/quick.json)
+build/release/bench/results/latest.json (--quick: quick.json beside it)
 and prints the markdown table.
 
 To keep the full run near half an hour on two cores, nimble_reference (the
@@ -78,18 +78,17 @@ def main():
     ap.add_argument("--tolerance", type=float, default=1e-5,
                     help="checksum agreement, relative to abssum (default 1e-5)")
     ap.add_argument("--build-dir", default=str(ROOT / "build" / "release"))
-    ap.add_argument("--out", help="merged JSON (default bench/results/latest.json; with --quick "
-                    "<build-dir>/bench/results/quick.json, so that CI leaves the full results alone)")
+    ap.add_argument("--out", help="merged JSON (default <build-dir>/bench/results/latest.json; with "
+                    "--quick quick.json beside it, so that CI leaves the full results alone)")
     args = ap.parse_args()
 
     bench_dir = Path(args.build_dir) / "bench"
     raw_dir = bench_dir / "results"
     if not args.out:
-        args.out = str(raw_dir / "quick.json" if args.quick
-                       else ROOT / "bench" / "results" / "latest.json")
+        args.out = str(raw_dir / ("quick.json" if args.quick else "latest.json"))
     raw_dir.mkdir(parents=True, exist_ok=True)
     for old in [*raw_dir.glob("*.json"), *raw_dir.glob("*.log")]:
-        if old.name != "quick.json":
+        if old.name not in ("quick.json", "latest.json"):
             old.unlink()
     programs, micro_programs, skipped = read_programs(bench_dir)
     thread_counts = [int(t) for t in args.threads.split(",")]

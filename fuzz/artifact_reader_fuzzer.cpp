@@ -1,4 +1,4 @@
-// libFuzzer target: the artifact reader (runtime/artifact_format.hpp) on
+// libFuzzer target: the artifact reader (vm/artifact_format.hpp) on
 // arbitrary bytes must return contents or throw nimble::Error, never crash,
 // hang or touch memory it does not own. It stops before the loader maps any
 // code: a shared object's bytes are only trusted once the checksum held.
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "nimble/error.hpp"
-#include "runtime/artifact_format.hpp"
+#include "vm/artifact_format.hpp"
 #include "runtime/payload.hpp"
 
 namespace {

@@ -1,10 +1,12 @@
 // The command line shared by the model examples:
-//   <model> [--reference] [--print-ir] [--profile] [--report] [--dot] [size ...]
+//   <model> [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--report] [--dot] [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
 // of ../shared/workloads.md. The model runs on the bytecode VM;
 // --reference selects the reference interpreter instead; --print-ir prints
-// the typed IR first; --profile prints the VM's profile (time per primitive
+// the typed IR first; --dump-after=<step> prints the module after that
+// step of the compiler's pipeline (CompileOptions::dump_after: a pass's IR,
+// or a bytecode step's listing; `all` for every step) to stderr; --profile prints the VM's profile (time per primitive
 // function, count per instruction) after the runs; --report prints the
 // compile report (per function: kernels before and after fusion, the fused
 // kernels, allocations, the planned arena against its lower bound); --dot
@@ -20,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,8 +57,14 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
                                                  {"--profile", &profile},
                                                  {"--report", &report},
                                                  {"--dot", &dot}};
+  std::string dump_after;
+  constexpr std::string_view kDumpAfter = "--dump-after=";
   std::vector<std::int64_t> sizes;
   for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with(kDumpAfter)) {
+      dump_after = std::string_view(argv[i]).substr(kDumpAfter.size());
+      continue;
+    }
     bool* flag = nullptr;
     for (const auto& [name, target] : flags)
       if (std::strcmp(argv[i], name) == 0) flag = target;
@@ -66,7 +75,8 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     char* end = nullptr;
     const long long size = std::strtoll(argv[i], &end, 10);
     if (*end != '\0' || size <= 0) {
-      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--profile] [--report] [--dot] [size ...]\n",
+      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--report] [--dot] "
+                   "[size ...]\n",
                    argv[0]);
       return 2;
     }
@@ -81,7 +91,8 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     std::optional<vm::VirtualMachine> machine;
     CompileReport compile_report;
     if (!reference) {
-      machine.emplace(compile(module, {.report = report || dot ? &compile_report : nullptr}));
+      machine.emplace(
+          compile(module, {.dump_after = dump_after, .report = report || dot ? &compile_report : nullptr}));
       if (report) std::fputs(compile_report.table().c_str(), stdout);
       if (dot) std::fputs(compile_report.dot.c_str(), stdout);
     }

@@ -78,15 +78,25 @@ struct CompileOptions {
   /// an ADT (a list, a tree) need this. Any other device:
   /// Error(invalid_argument).
   Device result_device = Device::cpu();
-  /// Prints the IR after each pass to stderr.
+  /// Prints the module after each step of the pipeline to stderr: the IR
+  /// after an IR pass, the bytecode listing after a bytecode step.
   bool dump_ir = false;
+  /// Prints the module after the step of this name only (or "all": as
+  /// dump_ir): infer_types, simplify, pretranspose_weights,
+  /// split_to_slices, fuse_ops, place_devices, lower_to_bytecode,
+  /// plan_memory, fuse_fresh_tensors, insert_kills, allocate_registers,
+  /// link. A step that does not run (fuse_ops = false, a CPU target's
+  /// place_devices) prints nothing; an unknown name is
+  /// Error(invalid_argument). Empty: none.
+  std::string dump_after;
   /// When set, compile fills it in (compiling a second time, unfused, to
   /// count the kernels fusion saved).
   CompileReport* report = nullptr;
 };
 
-/// Compiles a type-checked module (Builder::build, or ir::verify and
-/// ir::infer_types) to bytecode. The Executable runs on a
+/// Compiles a module (Builder::build's, or one parsed from text, which is
+/// verified and typed first) to bytecode, in the steps listed at
+/// CompileOptions::dump_after (lib/compiler/pipeline.cpp). The Executable runs on a
 /// vm::VirtualMachine; its kernels come from the process's KernelCache, to
 /// which this library adds its providers (the JIT first, the reference
 /// kernels for what it cannot compile). Throws Error(not_supported) for

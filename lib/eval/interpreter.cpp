@@ -16,7 +16,7 @@
 
 #include "ir/op.hpp"
 #include "support/check.hpp"
-#include "vm/compiler/signature_from_ir.hpp"
+#include "ir/signature_from_ir.hpp"
 
 namespace nimble {
 namespace {

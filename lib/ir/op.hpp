@@ -101,7 +101,11 @@ struct OpDef {
   ReferenceKernel reference = nullptr;
 };
 
-/// Every registered op (lib/ops/registry.cpp).
+/// Installs the op table that all_ops and find_op read; called once, by the
+/// op library as it loads (lib/ops/registry.cpp: the IR does not know the
+/// ops). `ops` must outlive every use; names must be unique.
+void install_ops(std::span<const OpDef* const> ops);
+/// Every registered op.
 [[nodiscard]] std::span<const OpDef* const> all_ops() noexcept;
 /// The op called `name`, or nullptr. For the parser; core code uses accessors.
 [[nodiscard]] const OpDef* find_op(std::string_view name) noexcept;
@@ -110,5 +114,13 @@ struct OpDef {
 /// Error(type_error) if it is missing or of the wrong kind.
 [[nodiscard]] const AttrValue& attr_or_default(const OpDef& op, const Attrs& call_attrs,
                                                std::string_view name);
+
+/// Checks every attribute of `attrs` against `op`'s AttrSpecs: each must be
+/// declared ("add: unknown attribute 'axis'") and of its kind ("sum: attribute
+/// 'axes' must be integers, got 1"), and every required one present ("cast:
+/// missing attribute 'dtype'"). Throws Error(type_error); the message starts
+/// with the op name. For type inference (before the type relation) and the
+/// verifier.
+void check_attrs(const OpDef& op, const Attrs& attrs);
 
 }  // namespace nimble::ir

@@ -6,7 +6,6 @@
 
 #include "ir/op.hpp"
 #include "ir/visitor.hpp"
-#include "ops/registry.hpp"
 #include "support/check.hpp"
 
 namespace nimble::ir {

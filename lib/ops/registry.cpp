@@ -1,4 +1,6 @@
-#include "ops/registry.hpp"
+// The op table: every op of the library, installed in the IR's table
+// (ir::install_ops), and the helpers of relation_util.hpp.
+#include "ops/ops.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,15 +8,16 @@
 #include <algorithm>
 #include <variant>
 
-#include "ops/ops.hpp"
 #include "ops/relation_util.hpp"
 #include "support/check.hpp"
 
-namespace nimble::ir {
+namespace nimble::ops {
 
-std::span<const OpDef* const> all_ops() noexcept {
-  // In ops.hpp order.
-  static const OpDef* const table[] = {
+namespace {
+
+// Every op of this library, in ops.hpp order.
+std::span<const ir::OpDef* const> builtin_ops() noexcept {
+  static const ir::OpDef* const table[] = {
       // elementwise unary
       &ops::neg(), &ops::abs(), &ops::exp(), &ops::log(), &ops::sqrt(), &ops::rsqrt(), &ops::tanh(),
       &ops::sigmoid(), &ops::relu(), &ops::gelu(), &ops::erf(), &ops::cast(), &ops::logical_not(),
@@ -41,82 +44,13 @@ std::span<const OpDef* const> all_ops() noexcept {
   return table;
 }
 
-const OpDef* find_op(std::string_view name) noexcept {
-  for (const OpDef* op : all_ops())
-    if (op->name == name) return op;
-  return nullptr;
-}
-
-namespace {
-
-// AttrKind lists the alternatives of AttrValue in the same order.
-static_assert(
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::boolean), AttrValue>, bool> &&
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::integer), AttrValue>,
-                   std::int64_t> &&
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::real), AttrValue>, double> &&
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::string), AttrValue>,
-                   std::string> &&
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::integers), AttrValue>,
-                   std::vector<std::int64_t>> &&
-    std::is_same_v<std::variant_alternative_t<std::size_t(AttrKind::dtype), AttrValue>, DType>);
-
-std::string_view kind_name(AttrKind kind) noexcept {
-  switch (kind) {
-    case AttrKind::boolean:
-      return "boolean";
-    case AttrKind::integer:
-      return "integer";
-    case AttrKind::real:
-      return "real";
-    case AttrKind::string:
-      return "string";
-    case AttrKind::integers:
-      return "integers";
-    case AttrKind::dtype:
-      return "dtype";
-  }
-  return "";
-}
-
-const AttrSpec* find_spec(const OpDef& op, std::string_view name) noexcept {
-  for (const AttrSpec& spec : op.attrs)
-    if (spec.name == name) return &spec;
-  return nullptr;
-}
-
-void check_kind(const OpDef& op, const AttrSpec& spec, const AttrValue& value) {
-  if (value.index() != static_cast<std::size_t>(spec.kind))
-    throw_error(ErrorKind::type_error, "{}: attribute '{}' must be {}, got {}", op.name, spec.name,
-                kind_name(spec.kind), to_string(value));
-}
+// Installed in the IR's table when the library loads, before any code of
+// the host can parse a module or list the ops.
+[[maybe_unused]] const bool installed = (ir::install_ops(builtin_ops()), true);
 
 }  // namespace
 
-const AttrValue& attr_or_default(const OpDef& op, const Attrs& call_attrs, std::string_view name) {
-  const AttrSpec* spec = find_spec(op, name);
-  NIMBLE_ASSERT(spec != nullptr, "attr_or_default: the op declares no such attribute");
-  if (const AttrValue* value = call_attrs.find(name)) {
-    check_kind(op, *spec, *value);
-    return *value;
-  }
-  if (!spec->default_value)
-    throw_error(ErrorKind::type_error, "{}: missing attribute '{}'", op.name, name);
-  return *spec->default_value;
-}
-
-void check_attrs(const OpDef& op, const Attrs& attrs) {
-  for (const auto& [name, value] : attrs.items()) {
-    const AttrSpec* spec = find_spec(op, name);
-    if (!spec) throw_error(ErrorKind::type_error, "{}: unknown attribute '{}'", op.name, name);
-    check_kind(op, *spec, value);
-  }
-  for (const AttrSpec& spec : op.attrs)
-    if (!spec.default_value && !attrs.find(spec.name))
-      throw_error(ErrorKind::type_error, "{}: missing attribute '{}'", op.name, spec.name);
-}
-
-}  // namespace nimble::ir
+}  // namespace nimble::ops
 
 // --- relation_util.hpp ----------------------------------------------------------------
 

@@ -1,11 +1,17 @@
-// The optimization passes (../shared/DESIGN.md, steps 2-4): each a pure
-// Module -> Module function over a typed module, returning a typed module.
+// The passes over the IR, in the order the pipeline runs them
+// (lib/compiler/pipeline.cpp): each a Module -> Module function, one file
+// each; all but infer_types take and return a typed module.
 #pragma once
 
 #include "nimble/ir/module.hpp"
 #include "nimble/runtime/device.hpp"
 
 namespace nimble::passes {
+
+/// Verifies and types a module that is not typed yet (parsed text); a
+/// typed one (Builder::build's) is returned as it is. Throws what
+/// ir::verify and ir::infer_types throw.
+[[nodiscard]] ir::Module infer_types(const ir::Module& module);
 
 /// Constant folding (through the reference kernels), common-subexpression
 /// elimination, exact algebraic identities (x * 1, x - 0, neg(neg(x)), a

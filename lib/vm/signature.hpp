@@ -1,7 +1,7 @@
 // Declared types as the runtime sees them: the VM checks a call's arguments
 // against its entry's signature without the compiler's IR (the runtime never
 // depends on lib/ir). The compiler converts ir::Type into TypeDesc
-// (lib/vm/compiler/signature_from_ir.cpp); the reference interpreter checks
+// (lib/compiler/bytecode/signature_from_ir.cpp); the reference interpreter checks
 // through the same ArgumentChecker, so both engines reject a bad argument with
 // the same message.
 #pragma once

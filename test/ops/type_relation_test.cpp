@@ -7,7 +7,6 @@
 
 #include "ops/broadcast.hpp"
 #include "ops/ops.hpp"
-#include "ops/registry.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;

@@ -23,7 +23,7 @@
 #include "nimble/target.hpp"
 #include "nimble/vm/artifact.hpp"
 #include "nimble/vm/virtual_machine.hpp"
-#include "runtime/artifact_format.hpp"
+#include "vm/artifact_format.hpp"
 #include "runtime/cpu_features.hpp"
 #include "support/random_program.hpp"
 #include "support/same_value.hpp"

@@ -3,7 +3,7 @@
 // specialized buckets — compiled for each CPU variant as position-
 // independent objects, linked into one shared object per variant by the
 // system linker, and written with the bytecode and the kernels' descriptions
-// into one artifact (runtime/artifact_format.hpp). Primitives the JIT leaves
+// into one artifact (vm/artifact_format.hpp). Primitives the JIT leaves
 // to the reference kernels are exported too: a data-independent shape
 // function as a native kernel that computes its output's shape expressions,
 // an opaque op the runtime implements itself (stack) by name. A primitive
@@ -42,7 +42,7 @@
 #include "nimble/ir/module.hpp"
 #include "nimble/version.hpp"
 #include "ops/relation_util.hpp"
-#include "runtime/artifact_format.hpp"
+#include "vm/artifact_format.hpp"
 #include "support/check.hpp"
 #include "vm/executable_data.hpp"
 

@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "ir/visitor.hpp"
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble::vm {
 

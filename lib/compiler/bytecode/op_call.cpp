@@ -9,7 +9,7 @@
 #include "ops/ops.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble::vm {
 

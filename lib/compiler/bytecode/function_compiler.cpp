@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "support/check.hpp"
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble::vm {
 

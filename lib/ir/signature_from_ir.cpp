@@ -1,4 +1,4 @@
-#include "vm/compiler/signature_from_ir.hpp"
+#include "ir/signature_from_ir.hpp"
 
 namespace nimble::vm {
 

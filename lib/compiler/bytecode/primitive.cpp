@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble::vm {
 

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "vm/compiler/compiler.hpp"
-#include "vm/compiler/liveness.hpp"
+#include "compiler/bytecode/compiler.hpp"
+#include "compiler/bytecode/liveness.hpp"
 
 namespace nimble::vm {
 
@@ -59,6 +59,10 @@ std::uint64_t fresh_tensor_bytes(std::span<const std::int64_t> shape_pool, const
   const auto rank = static_cast<std::size_t>(shape_pool[in.a]);
   for (std::size_t k = 0; k < rank; ++k) bytes *= static_cast<std::uint64_t>(shape_pool[in.a + 1 + k]);
   return bytes;
+}
+
+void fuse_fresh_tensors(BytecodeModule& module) {
+  for (BytecodeFunction& f : module.functions) fuse_fresh_tensors(f.code, module.data.arg_pool, f.num_virtual);
 }
 
 }  // namespace nimble::vm

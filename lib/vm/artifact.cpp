@@ -19,7 +19,7 @@
 #include <unordered_map>
 
 #include "nimble/runtime/kernel.hpp"
-#include "runtime/artifact_format.hpp"
+#include "vm/artifact_format.hpp"
 #include "runtime/builtin_kernels.hpp"
 #include "runtime/cpu_features.hpp"
 #include "runtime/cuda/allocator.hpp"

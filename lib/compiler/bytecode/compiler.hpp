@@ -1,5 +1,8 @@
-// The bytecode compiler: a typed ir::Module → vm::ExecutableData. Each step
-// of the Relay VM's lowering is its own unit:
+// The bytecode compiler: a typed, fused ir::Module → vm::ExecutableData, in
+// the steps the pipeline (lib/compiler/pipeline.cpp) names one by one:
+// lower_to_bytecode, then over each function's code with virtual registers
+// plan_memory, fuse_fresh_tensors, insert_kills, allocate_registers, and
+// link. Each step of the Relay VM's lowering is its own unit:
 //   free_vars.cpp      closure conversion: what a closure captures
 //   function_compiler  A-normal form on the fly (every sub-expression gets a
 //                      register), lambda lifting (a closure becomes a VM
@@ -20,7 +23,8 @@
 //                      (liveness, interference, greedy colouring)
 //   primitive.cpp      the table of primitive functions, by content
 //   report.cpp         the CompileReport and the DOT view of a fused program
-// compile.cpp drives them and is the public nimble::compile.
+//   link.cpp           the functions' code laid out in one stream
+// The code is in namespace vm: it builds the VM's own data structures.
 #pragma once
 
 #include <cstdint>
@@ -86,19 +90,52 @@ std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::
 /// `module` (typed, fused) as a Graphviz digraph (report.cpp).
 [[nodiscard]] std::string fused_program_dot(const ir::Module& module);
 
+/// One function's bytecode between lowering and linking.
+struct BytecodeFunction {
+  std::vector<Instruction> code;
+  std::uint32_t num_params = 0;   ///< captures and parameters: registers 0..n-1
+  std::uint32_t num_virtual = 0;  ///< registers used (frame registers once allocated)
+  MemoryPlanStats plan;           ///< what plan_memory did (for the report)
+};
+
+/// A module's bytecode before linking: `data` holds everything but the
+/// code; functions[i] is data.functions[i]'s code.
+struct BytecodeModule {
+  ExecutableData data;
+  std::vector<BytecodeFunction> functions;
+  /// Per primitive its ops, in order (fused ones; for the report).
+  std::vector<std::vector<std::string>> primitive_ops;
+};
+
+/// A typed module (placed for `target`) as bytecode with virtual registers:
+/// A-normal form, closures lifted, memory manifest, shapes computed, match
+/// as tag tests and jumps (function_compiler.cpp and its units).
+[[nodiscard]] BytecodeModule lower_to_bytecode(const ir::Module& module, Device target = Device::cpu());
+
+/// plan_memory, fuse_fresh_tensors, insert_kills and allocate_registers
+/// (below) on every function of `module`.
+void plan_memory(BytecodeModule& module);
+void fuse_fresh_tensors(BytecodeModule& module);
+void insert_kills(BytecodeModule& module);
+void allocate_registers(BytecodeModule& module);
+
+/// The functions' code laid out in one stream, each function's range and
+/// frame size set (link.cpp).
+[[nodiscard]] ExecutableData link(BytecodeModule module);
+
+/// `report`'s functions from `module`'s (after register allocation; report.cpp).
+void fill_report(const BytecodeModule& module, CompileReport& report);
+
 /// State shared by all functions of one module's compilation.
 class ModuleCompiler {
  public:
-  struct Options {
-    bool plan_memory = true;
-    CompileReport* report = nullptr;  ///< filled in by run() when set
-    Device target = Device::cpu();    ///< where kernels run (the module is placed for it)
-  };
-  ModuleCompiler(const ir::Module& module, Options options);
-  [[nodiscard]] ExecutableData run();
+  /// `target`: where kernels run (the module is placed for it).
+  ModuleCompiler(const ir::Module& module, Device target);
+  /// lower_to_bytecode.
+  [[nodiscard]] BytecodeModule run();
 
   const ir::Module& module() const { return module_; }
-  [[nodiscard]] Device target() const { return options_.target; }
+  [[nodiscard]] Device target() const { return target_; }
   ExecutableData& data() { return data_; }
 
   /// Index of global function `name`.
@@ -126,19 +163,16 @@ class ModuleCompiler {
   };
 
   const ir::Module& module_;
-  Options options_;
+  Device target_;
   ExecutableData data_;
   std::map<std::string, std::uint32_t, std::less<>> globals_;
   std::deque<Pending> pending_;
-  std::vector<std::vector<Instruction>> code_;  // per function
+  std::vector<BytecodeFunction> code_;  // per function
   std::unordered_map<const ir::ConstantNode*, std::uint32_t> constants_;
   std::map<std::tuple<PrimitiveKind, std::string, DeviceKind, std::int32_t>, std::uint32_t> primitives_;
   std::map<std::string, std::uint32_t, std::less<>> op_counts_;  // for primitive names
-  // For the report: per primitive its ops (fused ones), per function its plan.
+  // For the report: per primitive its ops (fused ones).
   std::vector<std::vector<std::string>> primitive_ops_;
-  std::vector<MemoryPlanStats> plan_stats_;
-
-  void fill_report(CompileReport& report) const;  // report.cpp
 };
 
 /// Compiles one function body.

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "support/check.hpp"
-#include "vm/compiler/compiler.hpp"
-#include "vm/compiler/liveness.hpp"
+#include "compiler/bytecode/compiler.hpp"
+#include "compiler/bytecode/liveness.hpp"
 #include "vm/instruction.hpp"
 
 namespace nimble::vm {
@@ -84,6 +84,11 @@ std::uint32_t allocate_registers(std::vector<Instruction>& code, std::span<std::
   for (Instruction& in : code)
     for_each_register(in, arg_pool, [&](std::uint32_t& r, bool) { r = colour[r]; });
   return num_registers;
+}
+
+void allocate_registers(BytecodeModule& module) {
+  for (BytecodeFunction& f : module.functions)
+    f.num_virtual = allocate_registers(f.code, module.data.arg_pool, f.num_params, f.num_virtual);
 }
 
 }  // namespace nimble::vm

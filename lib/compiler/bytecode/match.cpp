@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "support/check.hpp"
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble::vm {
 

@@ -7,30 +7,31 @@
 #include <unordered_map>
 
 #include "ir/visitor.hpp"
-#include "vm/compiler/compiler.hpp"
+#include "compiler/bytecode/compiler.hpp"
 
 namespace nimble {
 
 namespace vm {
 
-void ModuleCompiler::fill_report(CompileReport& report) const {
+void fill_report(const BytecodeModule& module, CompileReport& report) {
+  const ExecutableData& data = module.data;
   report.functions.clear();
-  for (std::size_t f = 0; f < data_.functions.size(); ++f) {
+  for (std::size_t f = 0; f < data.functions.size(); ++f) {
     CompileReport::Function out;
-    out.name = data_.functions[f].name;
-    out.planned_peak_bytes = plan_stats_[f].arena_bytes;
-    out.planned_lower_bound_bytes = plan_stats_[f].lower_bound_bytes;
+    out.name = data.functions[f].name;
+    out.planned_peak_bytes = module.functions[f].plan.arena_bytes;
+    out.planned_lower_bound_bytes = module.functions[f].plan.lower_bound_bytes;
     // Each storage size is computed just before its AllocStorage: a
     // LoadConsti (static) or a StorageSize of a run-time shape (dynamic).
     std::unordered_map<std::uint32_t, std::uint64_t> constant_of;
-    for (const Instruction& in : code_[f]) {
+    for (const Instruction& in : module.functions[f].code) {
       if (in.opcode == Opcode::InvokePacked) {
-        const PrimitiveInfo& prim = data_.primitives[in.a];
+        const PrimitiveInfo& prim = data.primitives[in.a];
         if (prim.kind == PrimitiveKind::shape_function) {
           ++out.shape_functions;
         } else {
           ++out.kernels;
-          const std::vector<std::string>& ops = primitive_ops_[in.a];
+          const std::vector<std::string>& ops = module.primitive_ops[in.a];
           bool listed = false;
           for (const CompileReport::FusedKernel& k : out.fused) listed = listed || k.name == prim.name;
           if (!ops.empty() && !listed) out.fused.push_back({prim.name, ops});
@@ -46,7 +47,7 @@ void ModuleCompiler::fill_report(CompileReport& report) const {
       }
       if (in.opcode == Opcode::AllocFreshTensor) {
         ++out.static_allocations;
-        out.static_bytes += fresh_tensor_bytes(data_.shape_pool, in);
+        out.static_bytes += fresh_tensor_bytes(data.shape_pool, in);
       }
       if (info(in.opcode).fields[0] == Operand::reg) constant_of.erase(in.dst);
       if (in.opcode == Opcode::LoadConsti) constant_of[in.dst] = std::uint64_t{in.a} | (std::uint64_t{in.b} << 32);

@@ -1,4 +1,4 @@
-#include "vm/compiler/liveness.hpp"
+#include "compiler/bytecode/liveness.hpp"
 
 namespace nimble::vm {
 

@@ -42,8 +42,8 @@
 #include <optional>
 #include <vector>
 
-#include "vm/compiler/compiler.hpp"
-#include "vm/compiler/liveness.hpp"
+#include "compiler/bytecode/compiler.hpp"
+#include "compiler/bytecode/liveness.hpp"
 
 namespace nimble::vm {
 
@@ -304,6 +304,11 @@ std::uint32_t plan_memory(std::vector<Instruction>& code, std::span<const std::u
   }
   splice(code, keep, insert);
   return next_reg;
+}
+
+void plan_memory(BytecodeModule& module) {
+  for (BytecodeFunction& f : module.functions)
+    f.num_virtual = plan_memory(f.code, module.data.arg_pool, f.num_params, f.num_virtual, &f.plan);
 }
 
 }  // namespace nimble::vm

@@ -1,4 +1,4 @@
-#include "runtime/artifact_format.hpp"
+#include "vm/artifact_format.hpp"
 
 #include <cstring>
 

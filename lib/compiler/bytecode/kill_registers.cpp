@@ -26,8 +26,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "vm/compiler/compiler.hpp"
-#include "vm/compiler/liveness.hpp"
+#include "compiler/bytecode/compiler.hpp"
+#include "compiler/bytecode/liveness.hpp"
 
 namespace nimble::vm {
 
@@ -99,6 +99,10 @@ void insert_kills(std::vector<Instruction>& code, std::span<const std::uint32_t>
     });
   });
   splice(code, std::vector<bool>(code.size(), true), kills);
+}
+
+void insert_kills(BytecodeModule& module) {
+  for (BytecodeFunction& f : module.functions) insert_kills(f.code, module.data.arg_pool, f.num_virtual);
 }
 
 }  // namespace nimble::vm
