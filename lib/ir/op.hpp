@@ -87,6 +87,15 @@ enum class OpPattern : std::uint8_t {
 using ComputeRule = std::vector<te::Tensor> (*)(std::span<const te::Tensor> inputs,
                                                 const Attrs& attrs);
 
+/// The inputs an element-wise op over floating point is tested on: tests and
+/// random programs draw x from [lo, hi] for every op that sets
+/// OpDef::float_inputs, so that a new op of that kind is covered without a
+/// list to extend.
+struct InputRange {
+  double lo = -3;
+  double hi = 3;
+};
+
 struct OpDef {
   std::string_view name;
   /// Names of the arguments, in order; the op takes exactly this many.
@@ -99,6 +108,9 @@ struct OpDef {
   ComputeRule compute = nullptr;
   /// The reference implementation; nullptr where the op has none yet.
   ReferenceKernel reference = nullptr;
+  /// Set for the element-wise ops of one floating-point operand (exp, tanh,
+  /// …): where tests draw it from.
+  std::optional<InputRange> float_inputs;
 };
 
 /// Installs the op table that all_ops and find_op read; called once, by the

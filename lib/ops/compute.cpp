@@ -20,32 +20,35 @@ namespace nimble::te {
 
 std::string_view to_string(UnaryOp op) noexcept {
   switch (op) {
-    case UnaryOp::neg:
-      return "neg";
-    case UnaryOp::abs:
-      return "abs";
-    case UnaryOp::exp:
-      return "exp";
-    case UnaryOp::log:
-      return "log";
-    case UnaryOp::sqrt:
-      return "sqrt";
-    case UnaryOp::rsqrt:
-      return "rsqrt";
-    case UnaryOp::tanh:
-      return "tanh";
-    case UnaryOp::sigmoid:
-      return "sigmoid";
-    case UnaryOp::erf:
-      return "erf";
-    case UnaryOp::floor:
-      return "floor";
-    case UnaryOp::ceil:
-      return "ceil";
-    case UnaryOp::logical_not:
-      return "logical_not";
+#define NIMBLE_UNARY(name, operands, cost, value) \
+  case UnaryOp::name:                              \
+    return #name;
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
   }
   return "";
+}
+
+UnaryOperands operands_of(UnaryOp op) noexcept {
+  switch (op) {
+#define NIMBLE_UNARY(name, operands, cost, value) \
+  case UnaryOp::name:                              \
+    return UnaryOperands::operands;
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
+  }
+  return UnaryOperands::floating;
+}
+
+int cost_of(UnaryOp op) noexcept {
+  switch (op) {
+#define NIMBLE_UNARY(name, operands, cost, value) \
+  case UnaryOp::name:                              \
+    return cost;
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
+  }
+  return 1;
 }
 
 std::string_view to_string(BinaryOp op) noexcept {
@@ -353,13 +356,13 @@ Expr highest(DType dtype) {
 
 Expr unary(UnaryOp op, Expr a) {
   NIMBLE_ASSERT(a.defined(), "unary: undefined operand");
-  if (op == UnaryOp::logical_not) {
-    NIMBLE_ASSERT(a.dtype() == DType::boolean, "logical_not takes bool");
-    if (const auto c = as_int(a)) return int_imm(*c == 0 ? 1 : 0, DType::boolean);
-  } else if (op == UnaryOp::neg || op == UnaryOp::abs) {
-    NIMBLE_ASSERT(a.dtype() != DType::boolean, "neg and abs take numbers");
-  } else {
-    NIMBLE_ASSERT(is_floating(a.dtype()), "this unary op takes floating point");
+  switch (operands_of(op)) {
+    case UnaryOperands::boolean:
+      NIMBLE_ASSERT(a.dtype() == DType::boolean, "logical_not takes bool");
+      if (const auto c = as_int(a)) return int_imm(*c == 0 ? 1 : 0, DType::boolean);
+      break;
+    case UnaryOperands::numeric: NIMBLE_ASSERT(a.dtype() != DType::boolean, "neg and abs take numbers"); break;
+    case UnaryOperands::floating: NIMBLE_ASSERT(is_floating(a.dtype()), "this unary op takes floating point"); break;
   }
   return Expr(make_ref<UnaryNode>(op, std::move(a)));
 }

@@ -65,20 +65,19 @@ enum class ExprKind : std::uint8_t {
   reduce,  ///< a fold over reduction axes; only as the whole body of a compute
 };
 
+/// The unary primitives, listed with their operands, cost and value in
+/// unary_ops.def.
 enum class UnaryOp : std::uint8_t {
-  neg,  ///< integers wrap: neg(INT_MIN) = INT_MIN
-  abs,  ///< integers wrap: abs(INT_MIN) = INT_MIN
-  exp,  ///< floating point only from here to ceil
-  log,
-  sqrt,
-  rsqrt,  ///< 1 / sqrt(x)
-  tanh,
-  sigmoid,  ///< 1 / (1 + exp(-x)) computed without overflow for any x
-  erf,
-  floor,
-  ceil,
-  logical_not,  ///< bool only
+#define NIMBLE_UNARY(name, operands, cost, value) name,
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
 };
+
+/// The operands a unary primitive takes (unary_ops.def).
+enum class UnaryOperands : std::uint8_t { numeric, floating, boolean };
+[[nodiscard]] UnaryOperands operands_of(UnaryOp op) noexcept;
+/// About how many instructions one element of `op` costs once emitted.
+[[nodiscard]] int cost_of(UnaryOp op) noexcept;
 
 enum class BinaryOp : std::uint8_t {
   add,
@@ -351,43 +350,11 @@ class ReduceNode final : public ExprNode {
 [[nodiscard]] Expr reduce_min(Expr source, std::vector<IterVar> axes);
 [[nodiscard]] Expr reduce_argmax(Expr source, IterVar axis);
 
-// Unary functions.
-[[nodiscard]] inline Expr neg(Expr a) {
-  return unary(UnaryOp::neg, std::move(a));
-}
-[[nodiscard]] inline Expr abs(Expr a) {
-  return unary(UnaryOp::abs, std::move(a));
-}
-[[nodiscard]] inline Expr exp(Expr a) {
-  return unary(UnaryOp::exp, std::move(a));
-}
-[[nodiscard]] inline Expr log(Expr a) {
-  return unary(UnaryOp::log, std::move(a));
-}
-[[nodiscard]] inline Expr sqrt(Expr a) {
-  return unary(UnaryOp::sqrt, std::move(a));
-}
-[[nodiscard]] inline Expr rsqrt(Expr a) {
-  return unary(UnaryOp::rsqrt, std::move(a));
-}
-[[nodiscard]] inline Expr tanh(Expr a) {
-  return unary(UnaryOp::tanh, std::move(a));
-}
-[[nodiscard]] inline Expr sigmoid(Expr a) {
-  return unary(UnaryOp::sigmoid, std::move(a));
-}
-[[nodiscard]] inline Expr erf(Expr a) {
-  return unary(UnaryOp::erf, std::move(a));
-}
-[[nodiscard]] inline Expr floor(Expr a) {
-  return unary(UnaryOp::floor, std::move(a));
-}
-[[nodiscard]] inline Expr ceil(Expr a) {
-  return unary(UnaryOp::ceil, std::move(a));
-}
-[[nodiscard]] inline Expr logical_not(Expr a) {
-  return unary(UnaryOp::logical_not, std::move(a));
-}
+// Unary functions: te::exp(x) and so on, one per line of unary_ops.def.
+#define NIMBLE_UNARY(name, operands, cost, value) \
+  [[nodiscard]] inline Expr name(Expr a) { return unary(UnaryOp::name, std::move(a)); }
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
 
 // Binary functions (operators below for the common ones).
 [[nodiscard]] inline Expr floordiv(Expr a, Expr b) {

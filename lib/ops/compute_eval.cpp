@@ -103,7 +103,7 @@ void store(nimble::Tensor& t, std::int64_t flat, Scalar v) {
   });
 }
 
-double sigmoid(double x) {
+double sigmoid_of(double x) {
   // As the reference: neither branch overflows.
   if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
   const double e = std::exp(x);
@@ -112,32 +112,13 @@ double sigmoid(double x) {
 
 double unary_float(UnaryOp op, double x) {
   switch (op) {
-    case UnaryOp::neg:
-      return -x;
-    case UnaryOp::abs:
-      return std::fabs(x);
-    case UnaryOp::exp:
-      return std::exp(x);
-    case UnaryOp::log:
-      return std::log(x);
-    case UnaryOp::sqrt:
-      return std::sqrt(x);
-    case UnaryOp::rsqrt:
-      return 1.0 / std::sqrt(x);
-    case UnaryOp::tanh:
-      return std::tanh(x);
-    case UnaryOp::sigmoid:
-      return sigmoid(x);
-    case UnaryOp::erf:
-      return std::erf(x);
-    case UnaryOp::floor:
-      return std::floor(x);
-    case UnaryOp::ceil:
-      return std::ceil(x);
-    case UnaryOp::logical_not:
-      break;
+#define NIMBLE_UNARY(name, operands, cost, value) \
+  case UnaryOp::name:                              \
+    return value;
+#include "ops/unary_ops.def"
+#undef NIMBLE_UNARY
   }
-  NIMBLE_ASSERT(false, "unary_float: not a floating-point op");
+  NIMBLE_ASSERT(false, "unary_float: not a unary op");
   return 0;
 }
 

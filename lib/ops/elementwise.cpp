@@ -17,6 +17,9 @@
 // operation of the same semantics (te::sigmoid is the overflow-free form,
 // te::cast the cast op's conversion); relu is select(x < 0, 0, x), which
 // keeps NaN, and gelu is written out in its erf form.
+//
+// Each floating-point op's reference, rule and OpDef sit together, at the
+// end; docs/adding-an-op.md adds one.
 #include <cmath>
 
 #include "ops/compute.hpp"
@@ -76,36 +79,6 @@ Value floating_kernel(std::span<const Value> args, const ir::Attrs&) {
       args, [](auto v) { return ref::from_double<decltype(v)>(F(to_double(v))); });
 }
 
-double exp_fn(double x) {
-  return std::exp(x);
-}
-double log_fn(double x) {
-  return std::log(x);
-}
-double sqrt_fn(double x) {
-  return std::sqrt(x);
-}
-double rsqrt_fn(double x) {
-  return 1.0 / std::sqrt(x);
-}
-double tanh_fn(double x) {
-  return std::tanh(x);
-}
-double erf_fn(double x) {
-  return std::erf(x);
-}
-double sigmoid_fn(double x) {
-  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-  const double e = std::exp(x);  // x < 0 (or NaN): e <= 1, no overflow
-  return e / (1.0 + e);
-}
-double relu_fn(double x) {
-  return x < 0 ? 0.0 : x;
-}  // NaN stays NaN
-double gelu_fn(double x) {
-  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-}
-
 Value neg_kernel(std::span<const Value> args, const ir::Attrs&) {
   return map_unary<ref::Accepts::numeric>(args, [](auto v) {
     using T = decltype(v);
@@ -156,28 +129,27 @@ std::vector<te::Tensor> unary_rule(std::span<const te::Tensor> inputs, const ir:
                       [&](std::span<const te::Var> i) { return F(x(te::as_indices(i))); })};
 }
 
-te::Expr relu_expr(te::Expr x) {
-  const te::Expr zero = te::constant(x.dtype(), 0);
-  return te::select(x < 0, zero, x);  // NaN < 0 is false: NaN stays
-}
-
-// Below f64, x/√2 as x·(1/√2): a multiply, not a division (a 16-lane
-// division issues once every 10-16 cycles on AVX-512, much of GELU's time:
-// over [200, 768] 0.105 -> 0.095-0.101 ms). The rounded reciprocal errs as
-// much as the rounded √2 (2^-25 relative), the product as the quotient. f64
-// divides as the reference does: 1 + erf cancels for x well below 0, and
-// the reference's own quotient is what the result must match.
-te::Expr gelu_expr(te::Expr x) {
-  const te::Expr t = x.dtype() == DType::f64 ? x / std::sqrt(2.0) : x * (1.0 / std::sqrt(2.0));
-  return 0.5 * x * (1.0 + te::erf(t));
-}
-
 std::vector<te::Tensor> cast_rule(std::span<const te::Tensor> inputs, const ir::Attrs& attrs) {
   const te::Tensor& x = inputs[0];
   const DType to = dtype_attr(cast(), attrs, "dtype");
   return {te::compute(x.shape(), "cast", [&](std::span<const te::Var> i) {
     return te::cast(to, x(te::as_indices(i)));
   })};
+}
+
+// A floating-point element-wise op: the reference computes `Ref` in double
+// and rounds once, the rule is `Rule` over te expressions, and the tests
+// draw x from `inputs` (ir::InputRange).
+template <const OpDef& (*Op)(), double (*Ref)(double), te::Expr (*Rule)(te::Expr)>
+OpDef floating_op(std::string_view name, ir::InputRange inputs = {}) {
+  return {.name = name,
+          .arg_names = kX,
+          .attrs = {},
+          .type_relation = &floating_unary<Op>,
+          .pattern = ir::OpPattern::elementwise,
+          .compute = &unary_rule<Op, Rule>,
+          .reference = &floating_kernel<Ref>,
+          .float_inputs = inputs};
 }
 
 }  // namespace
@@ -204,105 +176,6 @@ const OpDef& abs() {
   return def;
 }
 
-const OpDef& exp() {
-  static const OpDef def{.name = "exp",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&exp>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&exp, &te::exp>,
-                         .reference = &floating_kernel<&exp_fn>};
-  return def;
-}
-
-const OpDef& log() {
-  static const OpDef def{.name = "log",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&log>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&log, &te::log>,
-                         .reference = &floating_kernel<&log_fn>};
-  return def;
-}
-
-const OpDef& sqrt() {
-  static const OpDef def{.name = "sqrt",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&sqrt>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&sqrt, &te::sqrt>,
-                         .reference = &floating_kernel<&sqrt_fn>};
-  return def;
-}
-
-const OpDef& rsqrt() {
-  static const OpDef def{.name = "rsqrt",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&rsqrt>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&rsqrt, &te::rsqrt>,
-                         .reference = &floating_kernel<&rsqrt_fn>};
-  return def;
-}
-
-const OpDef& tanh() {
-  static const OpDef def{.name = "tanh",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&tanh>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&tanh, &te::tanh>,
-                         .reference = &floating_kernel<&tanh_fn>};
-  return def;
-}
-
-const OpDef& sigmoid() {
-  static const OpDef def{.name = "sigmoid",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&sigmoid>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&sigmoid, &te::sigmoid>,
-                         .reference = &floating_kernel<&sigmoid_fn>};
-  return def;
-}
-
-const OpDef& relu() {
-  static const OpDef def{.name = "relu",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&relu>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&relu, &relu_expr>,
-                         .reference = &floating_kernel<&relu_fn>};
-  return def;
-}
-
-const OpDef& gelu() {
-  static const OpDef def{.name = "gelu",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&gelu>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&gelu, &gelu_expr>,
-                         .reference = &floating_kernel<&gelu_fn>};
-  return def;
-}
-
-const OpDef& erf() {
-  static const OpDef def{.name = "erf",
-                         .arg_names = kX,
-                         .attrs = {},
-                         .type_relation = &floating_unary<&erf>,
-                         .pattern = ir::OpPattern::elementwise,
-                         .compute = &unary_rule<&erf, &te::erf>,
-                         .reference = &floating_kernel<&erf_fn>};
-  return def;
-}
-
 const OpDef& cast() {
   static const ir::AttrSpec attrs[] = {{"dtype", ir::AttrKind::dtype, std::nullopt}};
   static const OpDef def{.name = "cast",
@@ -323,6 +196,81 @@ const OpDef& logical_not() {
                          .pattern = ir::OpPattern::elementwise,
                          .compute = &unary_rule<&logical_not, &te::logical_not>,
                          .reference = &logical_not_kernel};
+  return def;
+}
+
+// --- floating-point ops, each with its reference and its rule ----------------------------
+// (static: private to this file, beside the op they belong to)
+
+static double exp_fn(double x) { return std::exp(x); }
+const OpDef& exp() {
+  static const OpDef def = floating_op<&exp, &exp_fn, &te::exp>("exp");
+  return def;
+}
+
+static double log_fn(double x) { return std::log(x); }
+const OpDef& log() {
+  static const OpDef def = floating_op<&log, &log_fn, &te::log>("log", {.lo = -1, .hi = 10});
+  return def;
+}
+
+static double sqrt_fn(double x) { return std::sqrt(x); }
+const OpDef& sqrt() {
+  static const OpDef def = floating_op<&sqrt, &sqrt_fn, &te::sqrt>("sqrt", {.lo = -1, .hi = 10});
+  return def;
+}
+
+static double rsqrt_fn(double x) { return 1.0 / std::sqrt(x); }
+const OpDef& rsqrt() {
+  static const OpDef def = floating_op<&rsqrt, &rsqrt_fn, &te::rsqrt>("rsqrt", {.lo = -1, .hi = 10});
+  return def;
+}
+
+static double tanh_fn(double x) { return std::tanh(x); }
+const OpDef& tanh() {
+  static const OpDef def = floating_op<&tanh, &tanh_fn, &te::tanh>("tanh");
+  return def;
+}
+
+static double sigmoid_fn(double x) {
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  const double e = std::exp(x);  // x < 0 (or NaN): e <= 1, no overflow
+  return e / (1.0 + e);
+}
+const OpDef& sigmoid() {
+  static const OpDef def = floating_op<&sigmoid, &sigmoid_fn, &te::sigmoid>("sigmoid");
+  return def;
+}
+
+static double relu_fn(double x) { return x < 0 ? 0.0 : x; }  // NaN stays NaN
+static te::Expr relu_expr(te::Expr x) {
+  const te::Expr zero = te::constant(x.dtype(), 0);
+  return te::select(x < 0, zero, x);  // NaN < 0 is false: NaN stays
+}
+const OpDef& relu() {
+  static const OpDef def = floating_op<&relu, &relu_fn, &relu_expr>("relu");
+  return def;
+}
+
+static double gelu_fn(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+// Below f64, x/√2 as x·(1/√2): a multiply, not a division (a 16-lane
+// division issues once every 10-16 cycles on AVX-512, much of GELU's time:
+// over [200, 768] 0.105 -> 0.095-0.101 ms). The rounded reciprocal errs as
+// much as the rounded √2 (2^-25 relative), the product as the quotient. f64
+// divides as the reference does: 1 + erf cancels for x well below 0, and
+// the reference's own quotient is what the result must match.
+static te::Expr gelu_expr(te::Expr x) {
+  const te::Expr t = x.dtype() == DType::f64 ? x / std::sqrt(2.0) : x * (1.0 / std::sqrt(2.0));
+  return 0.5 * x * (1.0 + te::erf(t));
+}
+const OpDef& gelu() {
+  static const OpDef def = floating_op<&gelu, &gelu_fn, &gelu_expr>("gelu");
+  return def;
+}
+
+static double erf_fn(double x) { return std::erf(x); }
+const OpDef& erf() {
+  static const OpDef def = floating_op<&erf, &erf_fn, &te::erf>("erf");
   return def;
 }
 

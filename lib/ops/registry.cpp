@@ -15,32 +15,13 @@ namespace nimble::ops {
 
 namespace {
 
-// Every op of this library, in ops.hpp order.
+// Every op of this library, in ops.def order.
 std::span<const ir::OpDef* const> builtin_ops() noexcept {
   static const ir::OpDef* const table[] = {
-      // elementwise unary
-      &ops::neg(), &ops::abs(), &ops::exp(), &ops::log(), &ops::sqrt(), &ops::rsqrt(), &ops::tanh(),
-      &ops::sigmoid(), &ops::relu(), &ops::gelu(), &ops::erf(), &ops::cast(), &ops::logical_not(),
-      // binary
-      &ops::add(), &ops::sub(), &ops::mul(), &ops::div(), &ops::maximum(), &ops::minimum(),
-      &ops::power(), &ops::equal(), &ops::not_equal(), &ops::less(), &ops::less_equal(),
-      &ops::greater(), &ops::greater_equal(), &ops::logical_and(), &ops::logical_or(),
-      &ops::where(),
-      // reductions
-      &ops::sum(), &ops::mean(), &ops::max(), &ops::min(), &ops::argmax(), &ops::softmax(),
-      &ops::log_softmax(), &ops::layer_norm(),
-      // linear algebra
-      &ops::dense(), &ops::matmul(), &ops::batch_matmul(),
-      // shape and data movement
-      &ops::reshape(), &ops::transpose(), &ops::expand_dims(), &ops::squeeze(), &ops::concatenate(),
-      &ops::split(), &ops::strided_slice(), &ops::dynamic_strided_slice(), &ops::take(),
-      &ops::embedding(),
-      // creation and data-dependent shapes
-      &ops::zeros(), &ops::ones(), &ops::full(), &ops::arange(), &ops::nonzero(), &ops::shape_of(),
-      // devices
-      &ops::device_copy(),
-      // collecting loop results
-      &ops::stack(), &ops::dynamic_update_slice()};
+#define NIMBLE_OP(name) &name(),
+#include "ops/ops.def"
+#undef NIMBLE_OP
+  };
   return table;
 }
 

@@ -482,11 +482,9 @@ static Call arange_call(Rng& rng) {
 std::map<const ir::OpDef*, Generator> generators() {
   std::map<const ir::OpDef*, Generator> g;
   // elementwise
-  for (const ir::OpDef* op :
-       {&ops::exp(), &ops::tanh(), &ops::sigmoid(), &ops::relu(), &ops::gelu(), &ops::erf()})
-    g[op] = unary_floating();
-  for (const ir::OpDef* op : {&ops::log(), &ops::sqrt(), &ops::rsqrt()})
-    g[op] = unary_floating({.lo = -1, .hi = 10});
+  // Element-wise ops of one floating-point operand, from the registry.
+  for (const ir::OpDef* op : ir::all_ops())
+    if (op->float_inputs) g[op] = unary_floating({.lo = op->float_inputs->lo, .hi = op->float_inputs->hi});
   for (const ir::OpDef* op : {&ops::neg(), &ops::abs()})
     g[op] = [](Rng& rng) {
       return Call{

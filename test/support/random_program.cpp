@@ -15,8 +15,22 @@
 #include <utility>
 #include <vector>
 
+#include "ir/op.hpp"
+
 namespace nimble::testing {
 namespace {
+
+// The unary ops a floating-point value may go through: neg, abs and every
+// element-wise op of one floating-point operand in the registry.
+const std::vector<std::string>& float_unary_ops() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = {"neg", "abs"};
+    for (const ir::OpDef* op : ir::all_ops())
+      if (op->float_inputs) out.emplace_back(op->name);
+    return out;
+  }();
+  return names;
+}
 
 /// Generated intermediates stay this small, so that hundreds of programs run
 /// in seconds (also under sanitizers).
@@ -524,8 +538,7 @@ TVal Generator::unary(Ctx& c, const TVal& x) {
   use("unary");
   std::string op;
   if (is_float(x.dtype))
-    op = pick_str(
-        {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "erf"});
+    op = pick(float_unary_ops());
   else if (x.dtype == DType::boolean)
     op = "logical_not";
   else
