@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
 #include "runtime/native_kernel.hpp"

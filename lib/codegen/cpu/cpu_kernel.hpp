@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "nimble/runtime/kernel.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "ops/compute.hpp"
 #include "runtime/native_kernel.hpp"

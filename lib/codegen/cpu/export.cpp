@@ -34,7 +34,7 @@
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/primitive_rule.hpp"

@@ -29,7 +29,7 @@
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/cuda/gpu_schedule.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
