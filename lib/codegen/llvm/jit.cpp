@@ -1,4 +1,4 @@
-#include "codegen/cpu/jit.hpp"
+#include "codegen/llvm/jit.hpp"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/CodeGen/Passes.h>
