@@ -5,6 +5,8 @@
 // lane_wise).
 #include "codegen/llvm/function_emitter.hpp"
 
+#include "codegen/expr_cost.hpp"
+
 namespace nimble::codegen::detail {
 
 namespace {
@@ -283,23 +285,11 @@ bool lane_wise(const Expr& e, const te::VarNode* var, const Expr& extent) {
 }
 
 // About how many instructions `e` emits (an expanded transcendental,
-// math.hpp, is a few dozen), counted up to `limit`: the walk stops there (a
-// fused body's subexpressions may be shared, and are counted each time).
+// math.hpp, is a few dozen: expr_cost.hpp), counted up to `limit`: the walk
+// stops there (a fused body's subexpressions may be shared, and are counted
+// each time).
 int emitted_size(const Expr& e, int limit) {
-  int size = 1;
-  if (const auto* u = e.as<te::UnaryNode>()) {
-    switch (u->op) {
-      case UnaryOp::exp:
-      case UnaryOp::log:
-      case UnaryOp::tanh:
-      case UnaryOp::sigmoid:
-      case UnaryOp::erf: size = 30; break;
-      case UnaryOp::rsqrt: size = 2; break;  // 1 / sqrt(x)
-      default: break;
-    }
-  } else if (const auto* b = e.as<te::BinaryNode>(); b && (b->op == BinaryOp::pow || b->op == BinaryOp::rem)) {
-    size = is_floating(b->a.dtype()) ? 60 : 1;
-  }
+  int size = op_cost(e, OpCostOf::emitted);
   te::for_each_child(e, [&](const Expr& child) {
     if (size < limit) size += emitted_size(child, limit - size);
   });
