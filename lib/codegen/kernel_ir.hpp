@@ -91,7 +91,7 @@ struct Stage {
   /// (codegen/cuda/gpu_schedule.hpp).
   unsigned lanes = 1;
   /// A dot product computed in shared-memory tiles on a GPU (GpuProductTile
-  /// in codegen/cpu/kernel_emitter.hpp): its range is `tiles`, not its outer
+  /// in codegen/llvm/kernel_emitter.hpp): its range is `tiles`, not its outer
   /// loop.
   bool product_tiles = false;
   /// The tiles of a stage of product tiles: the outer loops' iterations ×

@@ -9,6 +9,7 @@
 
 #include <unordered_set>
 
+#include "codegen/expr_cost.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/simplify_index.hpp"
 #include "support/check.hpp"
@@ -152,22 +153,10 @@ class Lowering {
   // which vectorizes.
   static constexpr int kMaxFoldedEpilogue = 12;
 
-  // About how many operations `e` is (a transcendental counts as 30),
-  // loads and reductions one each.
+  // About how many operations `e` is (a transcendental counts as 30:
+  // expr_cost.hpp), loads and reductions one each.
   static int operations(const Expr& e) {
-    int n = 1;
-    if (const auto* u = e.as<te::UnaryNode>()) {
-      switch (u->op) {
-        case te::UnaryOp::exp:
-        case te::UnaryOp::log:
-        case te::UnaryOp::tanh:
-        case te::UnaryOp::sigmoid:
-        case te::UnaryOp::erf: n = 30; break;
-        default: break;
-      }
-    } else if (const auto* b = e.as<te::BinaryNode>(); b && b->op == te::BinaryOp::pow) {
-      n = 60;
-    }
+    int n = op_cost(e, OpCostOf::epilogue);
     if (e.kind() == ExprKind::load || e.kind() == ExprKind::reduce) return n;
     te::for_each_child(e, [&](const Expr& child) { n += operations(child); });
     return n;

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/jit/jit_provider.hpp"
 #include "compiler/bytecode/compiler.hpp"
 #include "eval/reference_provider.hpp"
 #include "nimble/compile.hpp"

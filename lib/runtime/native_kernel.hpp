@@ -1,7 +1,7 @@
 // Kernels that are native code of the host CPU: compiled by the JIT in this
 // process, loaded from the disk cache, or exported ahead of time into a
 // shared object. They share one calling convention (the emitter's, see
-// lib/codegen/cpu/kernel_emitter.hpp):
+// lib/codegen/llvm/kernel_emitter.hpp):
 //
 //   i32 prologue(void* const* data, const i64* const* dims, i64* info, i64* sched)
 //   i32 stage_k (void* const* data, const i64* const* dims, i64* info, i64 begin, i64 end)

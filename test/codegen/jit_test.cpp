@@ -17,9 +17,10 @@
 #include <utility>
 
 #include "codegen/cpu/cpu_kernel.hpp"
-#include "codegen/cpu/jit.hpp"
 #include "codegen/dot_product.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "codegen/llvm/host_code.hpp"
+#include "codegen/llvm/jit.hpp"
 #include "nimble/builder.hpp"
 #include "nimble/compile.hpp"
 #include "nimble/interpreter.hpp"

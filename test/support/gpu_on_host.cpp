@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "codegen/cuda/gpu_kernel.hpp"
+#include "codegen/jit/jit_provider.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/primitive_rule.hpp"
 

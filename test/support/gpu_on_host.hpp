@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/llvm/host_code.hpp"
 #include "nimble/runtime/allocator.hpp"
 #include "support/fake_cuda.hpp"
 

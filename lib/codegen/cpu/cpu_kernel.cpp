@@ -1,7 +1,6 @@
 #include "codegen/cpu/cpu_kernel.hpp"
 
 #include <fmt/format.h>
-#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
@@ -11,33 +10,17 @@
 #include <optional>
 #include <string_view>
 
-#include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
+#include "codegen/llvm/host_code.hpp"
+#include "codegen/llvm/jit.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
+#include "codegen/stored_kernel.hpp"
 #include "runtime/native_kernel.hpp"
-#include "nimble/version.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 
 namespace nimble::codegen {
-
-runtime::NativeKernelDesc describe_native_kernel(const KernelIR& ir, std::vector<ErrorSite> errors) {
-  runtime::NativeKernelDesc d;
-  d.name = ir.name;
-  d.num_inputs = static_cast<std::uint32_t>(ir.num_inputs);
-  d.num_outputs = static_cast<std::uint32_t>(ir.num_outputs);
-  for (const Buffer& b : ir.buffers)
-    d.buffers.push_back({b.tensor.name(), b.tensor.dtype(), static_cast<std::uint32_t>(b.tensor.ndim())});
-  for (const KernelIR::Binding& b : ir.bindings)
-    d.bindings.push_back({te::to_string(b.var), static_cast<std::uint32_t>(b.buffer), static_cast<std::uint32_t>(b.dim)});
-  for (const KernelIR::DimCheck& c : ir.input_dims)
-    if (c.expected.kind() == te::ExprKind::int_imm)
-      d.constant_input_dims.push_back({static_cast<std::uint32_t>(c.buffer), static_cast<std::uint32_t>(c.dim)});
-  d.num_stages = static_cast<std::uint32_t>(ir.stages.size());
-  d.errors = std::move(errors);
-  return d;
-}
 
 namespace {
 
@@ -110,52 +93,6 @@ Ref<Kernel> compile_cpu_kernel_with(const std::string& name, std::span<const te:
   const KernelIR ir = lower_to_kernel_ir(name, inputs, outputs);
   HostCode host = compile_host_code(ir, cpu_kernel_emitter(options));
   return runtime::make_native_kernel(describe_native_kernel(ir, std::move(host.errors)), std::move(host.code));
-}
-
-HostCode compile_host_code(const KernelIR& ir, const HostKernelEmitter& emit, const std::string& prefix,
-                           std::string* object) {
-  const std::string symbols = prefix.empty() ? unique_symbol_prefix() : prefix;
-  auto context = std::make_unique<llvm::LLVMContext>();
-  EmittedKernel emitted = emit(ir, *context, symbols);
-  const auto num_stages = static_cast<std::uint32_t>(emitted.stages.size());
-  std::string bytes = compile_to_object(std::move(context), std::move(emitted.module));
-  runtime::NativeCode code = link_host_code(symbols, bytes, num_stages);
-  if (object != nullptr) *object = std::move(bytes);
-  return {std::move(code), std::move(emitted.errors)};
-}
-
-runtime::NativeCode link_host_code(const std::string& prefix, std::string_view object, std::uint32_t num_stages) {
-  const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<const JitCode> code = jit_link(prefix, object, runtime::native_symbols(prefix, num_stages));
-  stats::add_compile_phase(stats::CompilePhase::link, stats::nanoseconds_since(start));
-  const std::vector<void*>& at = code->addresses();
-  return {at[0], std::vector<void*>(at.begin() + 1, at.end()), std::move(code)};
-}
-
-std::string kernel_identity(std::string_view code, const PrimitiveInfo& prim, std::string_view bucket) {
-  return fmt::format("nimble {} build {}\nllvm {}\n{}\nbucket {}\n{} {}\n", kVersion, library_build_id(),
-                     LLVM_VERSION_STRING, code, bucket,
-                     prim.kind == PrimitiveKind::compute ? "compute" : "shape_function", prim.source);
-}
-
-Ref<Kernel> load_stored_kernel(const KernelStore* store, std::uint64_t key, std::string_view identity,
-                               std::chrono::steady_clock::time_point start,
-                               const std::function<Ref<Kernel>(std::string_view payload)>& load) {
-  if (store == nullptr) return {};
-  const std::optional<std::string> payload = store->load(key, identity);
-  if (!payload) return {};
-  Ref<Kernel> kernel;
-  try {
-    kernel = load(*payload);
-  } catch (const Error&) {
-    // Code LLVM cannot link, a PTX the driver rejects: rejected like a
-    // corrupt file (the caller compiles and stores the kernel again).
-  }
-  if (kernel)
-    stats::count_disk_hit(stats::nanoseconds_since(start));
-  else
-    stats::count_disk_rejected();
-  return kernel;
 }
 
 Ref<Kernel> cpu_kernel(const PrimitiveInfo& prim, const PrimitiveRule& rule, const Bucket& bucket,

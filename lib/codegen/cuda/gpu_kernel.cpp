@@ -27,12 +27,13 @@
 #include <mutex>
 #include <optional>
 
-#include "codegen/cpu/cpu_kernel.hpp"
-#include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/cuda/gpu_schedule.hpp"
 #include "codegen/kernel_ir.hpp"
 #include "codegen/kernel_store.hpp"
+#include "codegen/llvm/host_code.hpp"
+#include "codegen/llvm/jit.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
+#include "codegen/stored_kernel.hpp"
 #include "runtime/cuda/cuda_kernel.hpp"
 #include "runtime/cuda/cuda_stages.hpp"
 #include "runtime/stats_counters.hpp"

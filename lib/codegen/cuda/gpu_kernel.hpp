@@ -32,7 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cpu/cpu_kernel.hpp"
+#include "codegen/llvm/host_code.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "nimble/runtime/kernel.hpp"
 #include "ops/compute.hpp"

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/dot_product.hpp"
 
 namespace nimble::codegen {

@@ -8,6 +8,8 @@
 // becomes a GPU kernel (cuda_kernel: generic, or per bucket) on that
 // device's context; what cannot become one is an Error here (the reference
 // kernels read host memory).
+#include "codegen/jit/jit_provider.hpp"
+
 #include <memory>
 #include <optional>
 

@@ -1,4 +1,4 @@
-#include "codegen/cpu/jit.hpp"
+#include "codegen/llvm/jit.hpp"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/CodeGen/Passes.h>
@@ -32,7 +32,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "codegen/cpu/kernel_emitter.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
 

@@ -1,4 +1,4 @@
-#include "codegen/math.hpp"
+#include "codegen/llvm/math.hpp"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>

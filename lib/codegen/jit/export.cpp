@@ -33,10 +33,11 @@
 #include <unordered_set>
 
 #include "codegen/cpu/cpu_kernel.hpp"
-#include "codegen/cpu/jit.hpp"
-#include "codegen/cpu/kernel_emitter.hpp"
 #include "codegen/cuda/gpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
+#include "codegen/llvm/host_code.hpp"
+#include "codegen/llvm/jit.hpp"
+#include "codegen/llvm/kernel_emitter.hpp"
 #include "codegen/primitive_rule.hpp"
 #include "ir/op.hpp"
 #include "nimble/ir/module.hpp"
