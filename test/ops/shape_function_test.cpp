@@ -38,10 +38,10 @@ std::vector<Shape> kernel_shapes(const Value& v) {
 
 std::vector<Call> one_call_per_op() {
   std::vector<Call> calls;
-  for (const ir::OpDef* op : {&ops::neg(), &ops::abs(), &ops::exp(), &ops::log(), &ops::sqrt(),
-                              &ops::rsqrt(), &ops::tanh(), &ops::sigmoid(), &ops::relu(),
-                              &ops::gelu(), &ops::erf()})
-    calls.push_back({op, {f({2, 3})}, {}});
+  // neg, abs and every element-wise op of one floating-point operand.
+  for (const ir::OpDef* op : {&ops::neg(), &ops::abs()}) calls.push_back({op, {f({2, 3})}, {}});
+  for (const ir::OpDef* op : ir::all_ops())
+    if (op->float_inputs) calls.push_back({op, {f({2, 3})}, {}});
   calls.push_back({&ops::cast(), {f({2, 3})}, {{"dtype", DType::i32}}});
   calls.push_back({&ops::logical_not(), {b({2})}, {}});
   for (const ir::OpDef* op : {&ops::add(), &ops::sub(), &ops::mul(), &ops::div(), &ops::maximum(),

@@ -213,19 +213,22 @@ llvm::Value* FunctionEmitter::unary(const te::UnaryNode& u) {
     }
     NIMBLE_ASSERT(false, "a floating-point op on integers");
   }
+  // Every floating-point unary primitive X of ops/unary_ops.def is
+  // emitted by math.hpp's emit_X; logical_not takes bool only.
   switch (u.op) {
-    case UnaryOp::neg: return b_.CreateFNeg(x);
-    case UnaryOp::abs: return call(llvm::Intrinsic::fabs, {x});
-    case UnaryOp::exp: return emit_exp(b_, x);
-    case UnaryOp::log: return emit_log(b_, x);
-    case UnaryOp::sqrt: return call(llvm::Intrinsic::sqrt, {x});
-    case UnaryOp::rsqrt: return emit_rsqrt(b_, x);
-    case UnaryOp::tanh: return emit_tanh(b_, x);
-    case UnaryOp::sigmoid: return emit_sigmoid(b_, x);
-    case UnaryOp::erf: return emit_erf(b_, x);
-    case UnaryOp::floor: return call(llvm::Intrinsic::floor, {x});
-    case UnaryOp::ceil: return call(llvm::Intrinsic::ceil, {x});
-    case UnaryOp::logical_not: break;
+#define NIMBLE_UNARY(name, operands, cost, value) NIMBLE_EMIT_UNARY_##operands(name)
+#define NIMBLE_EMIT_UNARY_numeric(name) \
+  case UnaryOp::name:                   \
+    return emit_##name(b_, x);
+#define NIMBLE_EMIT_UNARY_floating(name) NIMBLE_EMIT_UNARY_numeric(name)
+#define NIMBLE_EMIT_UNARY_boolean(name) \
+  case UnaryOp::name:                   \
+    break;
+#include "ops/unary_ops.def"
+#undef NIMBLE_EMIT_UNARY_boolean
+#undef NIMBLE_EMIT_UNARY_floating
+#undef NIMBLE_EMIT_UNARY_numeric
+#undef NIMBLE_UNARY
   }
   NIMBLE_ASSERT(false, "logical_not of a float");
   return nullptr;

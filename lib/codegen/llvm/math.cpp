@@ -592,6 +592,20 @@ Value* emit_erf(llvm::IRBuilderBase& b, Value* x) {
   });
 }
 
+Value* emit_neg(llvm::IRBuilderBase& b, Value* x) { return b.CreateFNeg(x); }
+Value* emit_abs(llvm::IRBuilderBase& b, Value* x) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x});
+}
+Value* emit_sqrt(llvm::IRBuilderBase& b, Value* x) {
+  return b.CreateIntrinsic(llvm::Intrinsic::sqrt, {x->getType()}, {x});
+}
+Value* emit_floor(llvm::IRBuilderBase& b, Value* x) {
+  return b.CreateIntrinsic(llvm::Intrinsic::floor, {x->getType()}, {x});
+}
+Value* emit_ceil(llvm::IRBuilderBase& b, Value* x) {
+  return b.CreateIntrinsic(llvm::Intrinsic::ceil, {x->getType()}, {x});
+}
+
 Value* emit_rsqrt(llvm::IRBuilderBase& b, Value* x) {
   return without_fast_math(b, [&] {
     Ops o(b, x->getType());

@@ -78,6 +78,16 @@ llvm::Value* emit_sigmoid(llvm::IRBuilderBase& b, llvm::Value* x);
 /// relative accuracy for tiny x.
 llvm::Value* emit_erf(llvm::IRBuilderBase& b, llvm::Value* x);
 
+/// The floating-point unary primitives that are one LLVM instruction or
+/// intrinsic: -x, |x|, the rounded sqrt, floor and ceil (every unary
+/// primitive X of ops/unary_ops.def has its emit_X, which the emitter's
+/// dispatch calls).
+llvm::Value* emit_neg(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* emit_abs(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* emit_sqrt(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* emit_floor(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* emit_ceil(llvm::IRBuilderBase& b, llvm::Value* x);
+
 /// 1 / sqrt(x), i.e. the rounded sqrt then a rounded division: rsqrt(+0) =
 /// +inf, rsqrt(-0) = -inf (as 1/sqrt(-0)), rsqrt(x < 0) = NaN, rsqrt(inf) = 0.
 llvm::Value* emit_rsqrt(llvm::IRBuilderBase& b, llvm::Value* x);
