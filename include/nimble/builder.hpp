@@ -440,6 +440,8 @@ Expr neg(Expr x, Loc loc = Loc::current());
 Expr abs(Expr x, Loc loc = Loc::current());
 Expr exp(Expr x, Loc loc = Loc::current());
 Expr log(Expr x, Loc loc = Loc::current());
+/// log(1 + x), accurate where x is tiny (log(1 + x) would round 1 + x first).
+Expr log1p(Expr x, Loc loc = Loc::current());
 Expr sqrt(Expr x, Loc loc = Loc::current());
 Expr rsqrt(Expr x, Loc loc = Loc::current());
 Expr tanh(Expr x, Loc loc = Loc::current());

@@ -481,6 +481,7 @@ Expr neg(Expr x, Loc loc) { return op_call(ops::neg(), {std::move(x)}, {}, loc);
 Expr abs(Expr x, Loc loc) { return op_call(ops::abs(), {std::move(x)}, {}, loc); }
 Expr exp(Expr x, Loc loc) { return op_call(ops::exp(), {std::move(x)}, {}, loc); }
 Expr log(Expr x, Loc loc) { return op_call(ops::log(), {std::move(x)}, {}, loc); }
+Expr log1p(Expr x, Loc loc) { return op_call(ops::log1p(), {std::move(x)}, {}, loc); }
 Expr sqrt(Expr x, Loc loc) { return op_call(ops::sqrt(), {std::move(x)}, {}, loc); }
 Expr rsqrt(Expr x, Loc loc) { return op_call(ops::rsqrt(), {std::move(x)}, {}, loc); }
 Expr tanh(Expr x, Loc loc) { return op_call(ops::tanh(), {std::move(x)}, {}, loc); }

@@ -2,11 +2,12 @@
 // abs (any numeric dtype), cast (any dtype) and logical_not (bool).
 //
 // Reference semantics (the arithmetic rules of reference_util.hpp apply):
-//  - floating ops compute in double and round once: exp, log, sqrt, rsqrt
+//  - floating ops compute in double and round once: exp, log, log1p, sqrt, rsqrt
 //    (1/sqrt), tanh, erf; sigmoid is 1/(1+exp(-x)) for x >= 0 and
 //    exp(x)/(1+exp(x)) below, so that neither overflows; relu is max(x, 0)
 //    with NaN kept (as PyTorch); gelu is the erf form 0.5·x·(1+erf(x/√2)).
-//    IEEE results otherwise: log(0) = -inf, log(-1) = NaN, sqrt(-1) = NaN.
+//    IEEE results otherwise: log(0) = -inf, log(-1) = NaN, sqrt(-1) = NaN,
+//    log1p(-1) = -inf, log1p(-2) = NaN.
 //  - neg and abs on integers wrap: neg(INT_MIN) = abs(INT_MIN) = INT_MIN (as PyTorch).
 //  - cast: floating to integer truncates toward zero and saturates (NaN -> 0,
 //    out of range and ±inf -> the nearest limit); integer to integer wraps;
@@ -211,6 +212,12 @@ const OpDef& exp() {
 static double log_fn(double x) { return std::log(x); }
 const OpDef& log() {
   static const OpDef def = floating_op<&log, &log_fn, &te::log>("log", {.lo = -1, .hi = 10});
+  return def;
+}
+
+static double log1p_fn(double x) { return std::log1p(x); }
+const OpDef& log1p() {
+  static const OpDef def = floating_op<&log1p, &log1p_fn, &te::log1p>("log1p", {.lo = -1, .hi = 10});
   return def;
 }
 

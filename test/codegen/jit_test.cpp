@@ -418,6 +418,7 @@ TEST_CASE("jit: transcendentals stay within their ulp bounds over the float rang
   const UlpCase cases[] = {
       {&ops::exp(), [](double x) { return std::exp(x); }, 2, 2},
       {&ops::log(), [](double x) { return std::log(x); }, 2, 2},
+      {&ops::log1p(), [](double x) { return std::log1p(x); }, 2, 2},
       {&ops::tanh(), [](double x) { return std::tanh(x); }, 3, 4},
       {&ops::sigmoid(), sigmoid_ref, 3, 4},
       {&ops::erf(), [](double x) { return std::erf(x); }, 3, 4},

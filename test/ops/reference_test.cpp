@@ -263,6 +263,7 @@ TEST_CASE("reference: unary floating ops match naive loops on every float dtype"
   const Case cases[] = {
       {ops::exp(), -5, 5, [](double x) { return std::exp(x); }},
       {ops::log(), 0.01, 10, [](double x) { return std::log(x); }},
+      {ops::log1p(), -0.99, 10, [](double x) { return std::log1p(x); }},
       {ops::sqrt(), 0, 10, [](double x) { return std::sqrt(x); }},
       {ops::rsqrt(), 0.01, 10, [](double x) { return 1 / std::sqrt(x); }},
       {ops::tanh(), -4, 4, [](double x) { return std::tanh(x); }},
@@ -309,6 +310,14 @@ TEST_CASE("reference: unary ops follow IEEE and PyTorch on special values", "[op
                        ulps(DType::f64)));
   CHECK_THAT(run_tensor(ops::gelu(), {f32({1}, {3})}),
              IsCloseTo(f32({1}, {2.99595030590511}), ulps(DType::f32)));
+}
+
+TEST_CASE("reference: log1p keeps the digits of tiny x that log(1 + x) loses", "[ops]") {
+  // In f32, 1 + 1e-8 is 1: log(1 + x) gives 0, log1p gives x (to a rounding).
+  const Tensor tiny = f32({3}, {1e-8f, -3e-9f, 1e-30f});
+  CHECK_THAT(run_tensor(ops::log1p(), {tiny}), IsCloseTo(f32({3}, {1e-8f, -3e-9f, 1e-30f}), ulps(DType::f32)));
+  CHECK_THAT(run_tensor(ops::log1p(), {f32({6}, {-1, -2, kInf, -kInf, kNaN, -0.0f})}),
+             IsCloseTo(f32({6}, {-kInf, kNaN, kInf, kNaN, kNaN, -0.0f}), ulps(DType::f32)));
 }
 
 TEST_CASE("reference: neg and abs on integers wrap like PyTorch", "[ops]") {

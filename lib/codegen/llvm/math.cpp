@@ -606,6 +606,25 @@ Value* emit_ceil(llvm::IRBuilderBase& b, Value* x) {
   return b.CreateIntrinsic(llvm::Intrinsic::ceil, {x->getType()}, {x});
 }
 
+Value* emit_log1p(llvm::IRBuilderBase& b, Value* x) {
+  return without_fast_math(b, [&] {
+    Ops o(b, x->getType());
+    // u + e = 1 + x exactly (two_sum), so log1p(x) = log(u) + log1p(e / u),
+    // and |e / u| is below half an ulp: log1p(e / u) is e / u to well within
+    // the result's rounding. Where x is tiny, u = 1, log(u) = 0 and e = x.
+    Pair s = two_sum(o, o.c(1), x);
+    Value* positive = o.gt(s.hi, o.c(0));
+    Value* finite = o.lt(s.hi, o.inf());
+    Value* u = o.select(o.both(positive, finite), s.hi, o.c(1));  // other lanes fixed below
+    Value* r = o.add(log_value(o, u), o.div(s.lo, u));
+    r = o.select(o.eq(x, o.c(-1)), o.neg(o.inf()), r);
+    r = o.select(o.lt(x, o.c(-1)), o.nan(), r);
+    r = o.select(o.eq(x, o.inf()), o.inf(), r);
+    r = o.select(o.eq(x, o.c(0)), x, r);  // the sign of zero
+    return o.select(o.is_nan(x), x, r);
+  });
+}
+
 Value* emit_rsqrt(llvm::IRBuilderBase& b, Value* x) {
   return without_fast_math(b, [&] {
     Ops o(b, x->getType());
