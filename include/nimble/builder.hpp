@@ -448,6 +448,8 @@ Expr tanh(Expr x, Loc loc = Loc::current());
 Expr sigmoid(Expr x, Loc loc = Loc::current());
 Expr relu(Expr x, Loc loc = Loc::current());
 Expr gelu(Expr x, Loc loc = Loc::current());
+/// log(1 + exp(x)), computed without overflow.
+Expr softplus(Expr x, Loc loc = Loc::current());
 Expr erf(Expr x, Loc loc = Loc::current());
 Expr cast(Expr x, DType dtype, Loc loc = Loc::current());
 Expr logical_not(Expr x, Loc loc = Loc::current());

@@ -488,6 +488,7 @@ Expr tanh(Expr x, Loc loc) { return op_call(ops::tanh(), {std::move(x)}, {}, loc
 Expr sigmoid(Expr x, Loc loc) { return op_call(ops::sigmoid(), {std::move(x)}, {}, loc); }
 Expr relu(Expr x, Loc loc) { return op_call(ops::relu(), {std::move(x)}, {}, loc); }
 Expr gelu(Expr x, Loc loc) { return op_call(ops::gelu(), {std::move(x)}, {}, loc); }
+Expr softplus(Expr x, Loc loc) { return op_call(ops::softplus(), {std::move(x)}, {}, loc); }
 Expr erf(Expr x, Loc loc) { return op_call(ops::erf(), {std::move(x)}, {}, loc); }
 Expr cast(Expr x, DType dtype, Loc loc) {
   return op_call(ops::cast(), {std::move(x)}, {{"dtype", dtype}}, loc);

@@ -5,7 +5,8 @@
 //  - floating ops compute in double and round once: exp, log, log1p, sqrt, rsqrt
 //    (1/sqrt), tanh, erf; sigmoid is 1/(1+exp(-x)) for x >= 0 and
 //    exp(x)/(1+exp(x)) below, so that neither overflows; relu is max(x, 0)
-//    with NaN kept (as PyTorch); gelu is the erf form 0.5·x·(1+erf(x/√2)).
+//    with NaN kept (as PyTorch); gelu is the erf form 0.5·x·(1+erf(x/√2));
+//    softplus is log(1+exp(x)) as max(x, 0) + log1p(exp(-|x|)).
 //    IEEE results otherwise: log(0) = -inf, log(-1) = NaN, sqrt(-1) = NaN,
 //    log1p(-1) = -inf, log1p(-2) = NaN.
 //  - neg and abs on integers wrap: neg(INT_MIN) = abs(INT_MIN) = INT_MIN (as PyTorch).
@@ -17,10 +18,12 @@
 // Compute rules (pattern elementwise): out[i] = f(x[i]) with f the te
 // operation of the same semantics (te::sigmoid is the overflow-free form,
 // te::cast the cast op's conversion); relu is select(x < 0, 0, x), which
-// keeps NaN, and gelu is written out in its erf form.
+// keeps NaN, gelu is written out in its erf form and softplus in its
+// overflow-free one.
 //
 // Each floating-point op's reference, rule and OpDef sit together, at the
 // end; docs/adding-an-op.md adds one.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/compute.hpp"
@@ -278,6 +281,20 @@ const OpDef& gelu() {
 static double erf_fn(double x) { return std::erf(x); }
 const OpDef& erf() {
   static const OpDef def = floating_op<&erf, &erf_fn, &te::erf>("erf");
+  return def;
+}
+
+// softplus(x) = log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exp
+// never overflows, for large |x| the log term vanishes (x, or 0) instead of
+// log(inf), and log1p keeps the small results far below 0 accurate. NaN
+// stays NaN.
+static double softplus_fn(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
+static te::Expr softplus_expr(te::Expr x) {
+  const te::Expr zero = te::constant(x.dtype(), 0);
+  return te::select(x < 0, zero, x) + te::log1p(te::exp(-te::abs(x)));
+}
+const OpDef& softplus() {
+  static const OpDef def = floating_op<&softplus, &softplus_fn, &softplus_expr>("softplus", {.lo = -30, .hi = 30});
   return def;
 }
 

@@ -271,6 +271,7 @@ TEST_CASE("reference: unary floating ops match naive loops on every float dtype"
       {ops::relu(), -3, 3, [](double x) { return x > 0 ? x : 0.0; }},
       {ops::gelu(), -4, 4, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
       {ops::erf(), -3, 3, [](double x) { return std::erf(x); }},
+      {ops::softplus(), -20, 20, [](double x) { return std::log1p(std::exp(x)); }},
       {ops::neg(), -3, 3, [](double x) { return -x; }},
       {ops::abs(), -3, 3, [](double x) { return std::fabs(x); }},
   };
@@ -318,6 +319,20 @@ TEST_CASE("reference: log1p keeps the digits of tiny x that log(1 + x) loses", "
   CHECK_THAT(run_tensor(ops::log1p(), {tiny}), IsCloseTo(f32({3}, {1e-8f, -3e-9f, 1e-30f}), ulps(DType::f32)));
   CHECK_THAT(run_tensor(ops::log1p(), {f32({6}, {-1, -2, kInf, -kInf, kNaN, -0.0f})}),
              IsCloseTo(f32({6}, {-kInf, kNaN, kInf, kNaN, kNaN, -0.0f}), ulps(DType::f32)));
+}
+
+TEST_CASE("reference: softplus is log(1 + exp(x)) and never overflows", "[ops]") {
+  // log(1 + exp(1000)) would be log(inf); softplus(x) is x there, exp(x) far
+  // below 0, log(2) at 0; NaN stays NaN and the infinities give inf and 0.
+  const Tensor x = to_tensor({8}, {-1000, -30, -1, 0, 1, 30, 1000, kNaN}, DType::f64);
+  CHECK_THAT(run_tensor(ops::softplus(), {x}),
+             IsCloseTo(to_tensor({8},
+                                 {0, std::log1p(std::exp(-30.0)), std::log1p(std::exp(-1.0)), std::log(2.0),
+                                  1 + std::log1p(std::exp(-1.0)), 30 + std::exp(-30.0), 1000, kNaN},
+                                 DType::f64),
+                       ulps(DType::f64)));
+  CHECK_THAT(run_tensor(ops::softplus(), {f32({2}, {-kInf, kInf})}),
+             IsCloseTo(f32({2}, {0, kInf}), ulps(DType::f32)));
 }
 
 TEST_CASE("reference: neg and abs on integers wrap like PyTorch", "[ops]") {
