@@ -1,6 +1,9 @@
 // Type relations of every op, the operator registry and attribute checks.
 #include <catch2/catch.hpp>
 
+#include <iterator>
+#include <set>
+
 #include <limits>
 #include <string>
 #include <vector>
@@ -54,7 +57,15 @@ using Ints = std::vector<std::int64_t>;
 
 TEST_CASE("the registry lists every op once and finds it by name", "[types]") {
   const auto ops = ir::all_ops();
-  CHECK(ops.size() == 59);
+  // Every accessor of ops.def, once each, in its order.
+  const ir::OpDef* const declared[] = {
+#define NIMBLE_OP(name) &ops::name(),
+#include "ops/ops.def"
+#undef NIMBLE_OP
+  };
+  REQUIRE(ops.size() == std::size(declared));
+  for (std::size_t i = 0; i < ops.size(); ++i) CHECK(ops[i] == declared[i]);
+  CHECK(std::set<const ir::OpDef*>(ops.begin(), ops.end()).size() == ops.size());
   CHECK(ops.front() == &ops::neg());
   CHECK(ops.back() == &ops::dynamic_update_slice());
   for (const ir::OpDef* op : ops) {
