@@ -1,6 +1,6 @@
 // The harness every bench program shares: one Google Benchmark per workload,
 // implementation and size, named <workload>/<impl>/<size>/t<threads>, timed
-// the way ../shared/workloads.md ("Measuring") asks, with the checksum of the
+// the way bench/README.md ("Measuring") asks, with the checksum of the
 // outputs and the engine counters in each benchmark's counters.
 //
 // A bench program lists the cases it can run (CaseSpec) and how to pin its

@@ -1,4 +1,4 @@
-// nimble's rows of the bench: every workload of ../shared/workloads.md on
+// nimble's rows of the bench: every workload of bench/README.md on
 //   nimble            the default engine (bench/engine.hpp),
 //   nimble_reference  the reference interpreter,
 //   nimble_prepacked  GEMM and SGEMM with B a constant of the module (the

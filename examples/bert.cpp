@@ -1,4 +1,4 @@
-// W3 of ../shared/workloads.md: the 12-layer BERT-base encoder
+// W3 of bench/README.md: the 12-layer BERT-base encoder
 // (examples/models/bert.hpp) over sequences of the given lengths; the layers'
 // weights are passed as a List of 16-tuples. Prints one checksum line per length.
 #include "models/bert.hpp"

@@ -1,5 +1,5 @@
 // nimble's demo (script/demo): one model, compiled once, run on sentences of
-// different lengths. The LSTM of ../shared/workloads.md is written with the
+// different lengths. The LSTM of bench/README.md is written with the
 // builder (examples/models/lstm.hpp); nimble infers that it maps f32[?, 1, 300]
 // to f32[?, 1, 512], compiles it to bytecode once, and runs it on the VM for
 // any length, checking each input against the declared type.

@@ -1,4 +1,4 @@
-// W1 of ../shared/workloads.md: the 2-layer LSTM (examples/models/lstm.hpp)
+// W1 of bench/README.md: the 2-layer LSTM (examples/models/lstm.hpp)
 // over sequences of the given lengths; prints one checksum line per length.
 #include "models/example_main.hpp"
 #include "models/lstm.hpp"

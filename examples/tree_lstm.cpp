@@ -1,4 +1,4 @@
-// W2 of ../shared/workloads.md: the binary Tree-LSTM (examples/models/
+// W2 of bench/README.md: the binary Tree-LSTM (examples/models/
 // tree_lstm.hpp) over the trees of the given leaf counts; the tree is a value
 // the host builds. Prints one checksum line (root h and c) per size.
 #include "models/example_main.hpp"

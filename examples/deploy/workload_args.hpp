@@ -1,4 +1,4 @@
-// The arguments of W1-W3 (../shared/workloads.md) at one size, built with
+// The arguments of W1-W3 (bench/README.md) at one size, built with
 // the runtime library alone: the List and Tree arguments take their
 // constructor tags from the Executable, so a host that only loads an
 // artifact (no ir::Module, no builder) builds them too. Shared by the

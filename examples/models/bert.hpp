@@ -1,4 +1,4 @@
-// W3 of ../shared/workloads.md: a BERT-base encoder (12 layers, hidden 768,
+// W3 of bench/README.md: a BERT-base encoder (12 layers, hidden 768,
 // 12 heads x 64, FFN 3072, erf GELU, post-LN, eps 1e-12) over a sequence of
 // any length, written with the builder.
 #pragma once

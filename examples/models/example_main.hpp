@@ -2,7 +2,7 @@
 //   <model> [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--report] [--dot] [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
-// of ../shared/workloads.md. The model runs on the bytecode VM;
+// of bench/README.md. The model runs on the bytecode VM;
 // --reference selects the reference interpreter instead; --print-ir prints
 // the typed IR first; --dump-after=<step> prints the module after that
 // step of the compiler's pipeline (CompileOptions::dump_after: a pass's IR,

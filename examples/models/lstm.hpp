@@ -1,4 +1,4 @@
-// W1 of ../shared/workloads.md: a 2-layer LSTM (input 300, hidden 512, gate
+// W1 of bench/README.md: a 2-layer LSTM (input 300, hidden 512, gate
 // order i, f, g, o) over a sequence of any length, written with the builder.
 //
 // Layer by layer, as cuDNN and hand-written LSTMs run: the input projection

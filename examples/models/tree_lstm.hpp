@@ -1,4 +1,4 @@
-// W2 of ../shared/workloads.md: a binary Tree-LSTM (Tai et al. 2015, N = 2;
+// W2 of bench/README.md: a binary Tree-LSTM (Tai et al. 2015, N = 2;
 // input 300, memory 150) over a tree of any shape, written with the builder.
 // The tree is an input value built by the host: Leaf(j) is the j-th row of X.
 //

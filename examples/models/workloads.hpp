@@ -1,4 +1,4 @@
-// The deterministic generator of ../shared/workloads.md — splitmix64 and
+// The deterministic generator of bench/README.md — splitmix64 and
 // uniform floats in [-0.1, 0.1) — and the weights, inputs and trees of
 // W1..W4 drawn from it, so that nimble, PyTorch and a hand-written baseline
 // compute on bit-identical data. Shared by the examples, benches and tests.

@@ -1,5 +1,5 @@
 // place_devices: every value gets a device, and a device_copy goes where a
-// value crosses from one device to another (../shared/DESIGN.md, step 4).
+// value crosses from one device to another (the pipeline's step 6, docs/ARCHITECTURE.md).
 //
 // The target is where kernels run. Compiling for the CPU, every value is on
 // the CPU and the pass returns the module unchanged; for another target:

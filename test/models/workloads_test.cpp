@@ -1,4 +1,4 @@
-// The workload generator reproduces the self-test of ../shared/workloads.md.
+// The workload generator reproduces the self-test of bench/README.md.
 #include "models/workloads.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""W1-W3 of ../shared/workloads.md in PyTorch, on the same generated data.
+"""W1-W3 of bench/README.md in PyTorch, on the same generated data.
 
 Prints the checksum lines of workloads.md, for comparison with nimble's
 examples (script/check-pytorch does that). Needs Debian's python3-torch
