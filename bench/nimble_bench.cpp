@@ -88,6 +88,20 @@ Case w2_case(Engine engine, std::int64_t leaves) {
   return make_case(std::move(runner), std::move(args));
 }
 
+// W2 over a left spine `depth` nodes deep (every right child a leaf; depth
+// + 1 leaves): the deepest tree of its size, whose time per node shows
+// whether a per-node cost grows with the tree.
+Case w2_deep_case(std::int64_t depth) {
+  auto runner = runner_for(Engine::nimble, "tree_lstm", models::build_tree_lstm);
+  const Adt tree(runner->module().find_adt("Tree"));
+  Value t = tree["Leaf"].value({Tensor::scalar<std::int64_t>(0)});
+  for (std::int64_t j = 1; j <= depth; ++j)
+    t = tree["Node"].value({t, tree["Leaf"].value({Tensor::scalar<std::int64_t>(j)})});
+  std::vector<Value> args{t, workloads::w2_leaves(depth + 1)};
+  args.insert(args.end(), w2_weights().begin(), w2_weights().end());
+  return make_case(std::move(runner), std::move(args));
+}
+
 Case w3_case(Engine engine, std::int64_t length) {
   auto runner = runner_for(engine, "bert", models::build_bert);
   std::vector<Value> args = weights_placed(engine, w3_args(runner->module(), length), 1);
@@ -207,6 +221,8 @@ std::vector<CaseSpec> cases() {
     for (std::int64_t l : workloads::kW3Sizes)
       all.push_back({"W3", impl, l, 0, [=] { return w3_case(Engine::nimble_cuda, l); }});
   }
+  for (std::int64_t depth : {1'000, 10'000, 100'000})
+    all.push_back({"W2", "nimble_deep", depth, 0, [=] { return w2_deep_case(depth); }});
   for (const workloads::DenseShape& shape : workloads::dense_shapes())
     all.push_back({"GEMM", "nimble_prepacked", shape.m, gemm_flops(shape.m, shape.k, shape.n),
                    [=] { return dense_prepacked_case(shape); }, workloads::to_string(shape)});

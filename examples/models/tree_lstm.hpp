@@ -9,7 +9,7 @@
 // node:
 //  - by levels (from kTreeLevelsFrom leaves): a breadth-first walk over the
 //    tree value collects, depth by depth, the rows of each node's children
-//    in a table [leaves; nodes of the depth below], and one product per
+//    (a leaf's row, or one among the nodes of the depth below), and one product per
 //    depth runs all its nodes ([m, 300] x [750, 300]^T reads U once, not m
 //    times), deepest first;
 //  - by recursion (smaller trees, whose depths hold a node or two: there
@@ -129,12 +129,25 @@ inline Function build_tree_lstm(Builder& b) {
       {{"il", i64({m})}, {"ir", i64({m})}, {"hleaf", f32({n, M})}, {"cleaf", f32({n, M})}, {"u", u_type},
        {"bu", bu_type}},
       [&](std::span<const Expr> p) { return depth(p[0], p[1], p[2], p[3], p[4], p[5]); });
+  // Above the leaves, a child's row is in the leaves' table (j < n) or the
+  // depth below's (n + k): read from each, clamped, and select. Not from
+  // one table [leaves; depth below]: building it copies all n leaves at
+  // every depth, which made a deep, narrow tree quadratic.
+  const auto rows_of = [&](Expr index, Expr leaf_rows, Expr node_rows, Expr leaves) -> Expr {
+    const Expr zero = scalar(0, DType::i64), one = scalar(1, DType::i64);
+    Expr from_leaves = take(leaf_rows, minimum(index, leaves - one));
+    Expr from_nodes = take(node_rows, maximum(index - leaves, zero));
+    return where(expand_dims(index < leaves, 1), from_leaves, from_nodes);
+  };
   Function depth_above = b.def(
       "tree_depth",
-      {{"il", i64({m})}, {"ir", i64({m})}, {"hleaf", f32({n, M})}, {"cleaf", f32({n, M})}, {"h", f32({r, M})},
-       {"c", f32({r, M})}, {"u", u_type}, {"bu", bu_type}},
+      {{"il", i64({m})}, {"ir", i64({m})}, {"n", row}, {"hleaf", f32({n, M})}, {"cleaf", f32({n, M})},
+       {"h", f32({r, M})}, {"c", f32({r, M})}, {"u", u_type}, {"bu", bu_type}},
       [&](std::span<const Expr> p) {
-        return depth(p[0], p[1], concatenate({p[2], p[4]}, 0), concatenate({p[3], p[5]}, 0), p[6], p[7]);
+        Expr il = p[0], ir = p[1], leaves = p[2], hleaf = p[3], cleaf = p[4], h = p[5], c = p[6];
+        Expr gates = dense(concatenate({rows_of(il, hleaf, h, leaves), rows_of(ir, hleaf, h, leaves)}, 1),
+                           p[7], p[8]);
+        return cell(gates, rows_of(il, cleaf, c, leaves), rows_of(ir, cleaf, c, leaves), 1);
       });
   // The (h, c) rows of a depth's nodes (the List f), after those of every
   // depth below it.
@@ -150,7 +163,7 @@ inline Function build_tree_lstm(Builder& b) {
         equal(count, scalar(0, DType::i64)), [&] { return depth_of_leaves(il, ir, hleaf, cleaf, u, bu); },
         [&] {
           auto [h, c] = unpack<2>(level(next, leaves, hleaf, cleaf, u, bu));
-          return depth_above(il, ir, hleaf, cleaf, h, c, u, bu);
+          return depth_above(il, ir, leaves, hleaf, cleaf, h, c, u, bu);
         });
   });
 

@@ -23,6 +23,7 @@ enum class ErrorKind : std::uint8_t {
   parse_error,       ///< malformed text (IR, options)
   not_supported,     ///< a capability nimble does not have (yet); never computed silently
   runtime_error,     ///< a failure while running (failed JIT, device error, corrupt cache)
+  resource_exhausted,  ///< a limit reached: memory, nesting depth, VM frames, a size a text or file asked for
 };
 
 /// Returns the lower-case name of `kind`, e.g. "type_error".

@@ -7,6 +7,7 @@
 #include "ir/op.hpp"
 #include "nimble/ir/module.hpp"
 #include "support/check.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::codegen {
 
@@ -46,6 +47,7 @@ class RuleBuilder {
   }
 
   RuleValue eval(const ir::Expr& e) {
+    check_stack("a primitive's shape rule");
     switch (e->kind) {
       case ir::ExprKind::var: {
         const auto it = env_.find(e.get());

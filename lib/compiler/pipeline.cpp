@@ -16,6 +16,7 @@
 #include "nimble/compile.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
+#include "support/out_of_memory.hpp"
 
 namespace nimble {
 
@@ -87,7 +88,8 @@ void count_unfused_kernels(const ir::Module& module, CompileReport& report) {
 
 }  // namespace
 
-vm::Executable compile(const ir::Module& module, const CompileOptions& options) {
+// compile(), less the translation of allocation failures.
+static vm::Executable compile_checked(const ir::Module& module, const CompileOptions& options) {
   static std::once_flag providers;
   std::call_once(providers, [] {
     register_reference_provider();
@@ -162,6 +164,10 @@ vm::Executable compile(const ir::Module& module, const CompileOptions& options) 
   vm::Executable executable(std::move(data));
   observe.after("link", executable);
   return executable;
+}
+
+vm::Executable compile(const ir::Module& module, const CompileOptions& options) {
+  return with_memory_errors("compile", [&] { return compile_checked(module, options); });
 }
 
 }  // namespace nimble

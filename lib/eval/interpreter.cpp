@@ -17,6 +17,8 @@
 #include "ir/op.hpp"
 #include "support/check.hpp"
 #include "ir/signature_from_ir.hpp"
+#include "support/stack_guard.hpp"
+#include "support/out_of_memory.hpp"
 
 namespace nimble {
 namespace {
@@ -121,6 +123,7 @@ class Interpreter {
   }
 
   Value eval(const Expr& e, Env& env) {
+    check_stack("the interpreter");
     switch (e.kind()) {
       case ir::ExprKind::var: {
         auto it = env.find(e.as<ir::VarNode>());
@@ -203,6 +206,7 @@ class Interpreter {
   }
 
   static bool matches(const ir::Pattern& p, const Value& v, Env& env) {
+    check_stack("the interpreter (patterns)");
     switch (p.kind()) {
       case ir::PatternKind::wildcard: return true;
       case ir::PatternKind::var:
@@ -282,7 +286,7 @@ Value evaluate(const ir::Module& module, std::string_view entry, std::vector<Val
 
   Value result;
   auto work = [&] { result = Interpreter(module).call_global(name, std::move(args)); };
-  run_with_large_stack(work);
+  with_memory_errors("evaluate", [&] { run_with_large_stack(work); });
   return result;
 }
 

@@ -1,7 +1,5 @@
 #include "nimble/ir/module.hpp"
 
-#include <algorithm>
-
 #include "support/check.hpp"
 
 namespace nimble::ir {
@@ -16,6 +14,11 @@ void Module::add_adt(AdtDef adt) {
                   "module: constructor '{}' of type '{}' is already defined by type '{}'", c.name,
                   adt->name, find_constructor(c.name).first->name);
   }
+  const std::size_t index = adts_.size();
+  for (std::size_t tag = 0; tag < adt->constructors.size(); ++tag)
+    constructor_index_.emplace(adt->constructors[tag].name,
+                               std::pair{index, static_cast<int>(tag)});
+  adt_index_.emplace(adt->name, index);
   adts_.push_back(std::move(adt));
 }
 
@@ -24,47 +27,44 @@ void Module::add_function(std::string name, Expr function) {
     throw_error(ErrorKind::invalid_argument, "module: global @{} must be a function", name);
   if (find_function(name).defined())
     throw_error(ErrorKind::invalid_argument, "module: function @{} is already defined", name);
+  function_index_.emplace(name, functions_.size());
   functions_.emplace_back(std::move(name), std::move(function));
 }
 
 void Module::update_function(std::string_view name, Expr function) {
   if (!function.as<FunctionNode>())
     throw_error(ErrorKind::invalid_argument, "module: global @{} must be a function", name);
-  for (auto& [n, f] : functions_) {
-    if (n == name) {
-      f = std::move(function);
-      return;
-    }
+  if (const auto it = function_index_.find(name); it != function_index_.end()) {
+    functions_[it->second].second = std::move(function);
+    return;
   }
   throw_error(ErrorKind::invalid_argument, "module: no function @{} to update", name);
 }
 
 void Module::add_entry(std::string name) {
-  if (!is_entry(name)) entries_.push_back(std::move(name));
+  if (is_entry(name)) return;
+  entry_index_.emplace(name, entries_.size());
+  entries_.push_back(std::move(name));
 }
 
 AdtDef Module::find_adt(std::string_view name) const noexcept {
-  for (const AdtDef& a : adts_)
-    if (a->name == name) return a;
-  return {};
+  const auto it = adt_index_.find(name);
+  return it == adt_index_.end() ? AdtDef{} : adts_[it->second];
 }
 
 Expr Module::find_function(std::string_view name) const noexcept {
-  for (const auto& [n, f] : functions_)
-    if (n == name) return f;
-  return {};
+  const auto it = function_index_.find(name);
+  return it == function_index_.end() ? Expr{} : functions_[it->second].second;
 }
 
 std::pair<AdtDef, int> Module::find_constructor(std::string_view name) const noexcept {
-  for (const AdtDef& a : adts_) {
-    const int tag = a->find_constructor(name);
-    if (tag >= 0) return {a, tag};
-  }
-  return {{}, -1};
+  const auto it = constructor_index_.find(name);
+  if (it == constructor_index_.end()) return {{}, -1};
+  return {adts_[it->second.first], it->second.second};
 }
 
 bool Module::is_entry(std::string_view name) const noexcept {
-  return std::find(entries_.begin(), entries_.end(), name) != entries_.end();
+  return entry_index_.contains(name);
 }
 
 }  // namespace nimble::ir

@@ -48,6 +48,7 @@
 
 #include "ir/op.hpp"
 #include "support/check.hpp"
+#include "support/out_of_memory.hpp"
 
 namespace nimble::ir {
 namespace {
@@ -55,6 +56,9 @@ namespace {
 /// Expressions, types and patterns may nest this deep (each level costs a
 /// few stack frames; this keeps a parse far from the default 8 MiB stack).
 constexpr int kMaxNesting = 1000;
+/// The largest constant IR text may declare (a splat `[v; n]` is short text
+/// for any size).
+constexpr std::int64_t kMaxConstantBytes = std::int64_t{1} << 30;
 
 // --- Tokens -----------------------------------------------------------------------
 
@@ -851,7 +855,10 @@ Expr Parser::build_lets(std::vector<LetBinding> bindings, Expr body) {
 Expr Parser::parse_postfix() {
   const SourceLoc start = loc(peek());
   Expr e = parse_primary();
-  for (;;) {
+  // Each link nests the expression one level deeper, as a parenthesis does:
+  // a chain counts toward the nesting limit.
+  for (int links = 1;; ++links) {
+    if ((at(Tok::lparen) || at(Tok::field)) && depth_ + links > kMaxNesting) fail_nesting();
     if (at(Tok::lparen)) {
       e = parse_call(std::move(e), start);
     } else if (at(Tok::field)) {
@@ -1069,6 +1076,13 @@ Expr Parser::parse_tensor_constant() {
     numel *= d.value();
     dims.push_back(d.value());
   }
+  // Checked before anything is allocated: `[0; n]` is a few bytes of text.
+  const auto limit = kMaxConstantBytes / static_cast<std::int64_t>(dtype_size(tensor->dtype));
+  if (numel > limit)
+    fail(type_token, fmt::format("constant '{}' has {} elements; a constant in IR text may hold "
+                                 "at most {} bytes ({} elements of {})",
+                                 to_string(type), numel, kMaxConstantBytes, limit,
+                                 to_string(tensor->dtype)));
   const Token& open = expect(Tok::lbracket, "'['");
   std::vector<std::byte> bytes;
   std::int64_t count = 0;
@@ -1258,7 +1272,7 @@ void Parser::append_element(std::vector<std::byte>& out, DType dtype) {
 
 Module parse(std::string_view text, const char* file_name) {
   if (file_name == nullptr) file_name = "<text>";
-  return Parser(Lexer(text).tokenize(), file_name).parse_module();
+  return with_memory_errors("parse", [&] { return Parser(Lexer(text).tokenize(), file_name).parse_module(); });
 }
 
 }  // namespace nimble::ir

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/op.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::ir {
 namespace {
@@ -300,6 +301,7 @@ void Printer::print_body(const Expr& body) {
 }
 
 void Printer::print_expr(const Expr& e) {
+  check_stack("the printer");
   switch (e.kind()) {
     case ExprKind::var:
       out_ += '%' + name_of(e.as<VarNode>());
@@ -416,6 +418,7 @@ void Printer::print_closure(const FunctionNode& fn) {
 }
 
 void Printer::print_pattern(const Pattern& p) {
+  check_stack("the printer (patterns)");
   switch (p.kind()) {
     case PatternKind::wildcard:
       out_ += '_';

@@ -77,15 +77,29 @@ bool operator==(const Type& a, const Type& b) noexcept {
   return false;
 }
 
+namespace {
+Type checked_depth(Type type) {
+  if (type.get()->depth > kMaxTypeDepth)
+    throw_error(ErrorKind::resource_exhausted, "a type may nest at most {} levels, this one nests {}",
+                kMaxTypeDepth, type.get()->depth);
+  return type;
+}
+}  // namespace
+
 Type tensor_type(std::vector<Dim> shape, DType dtype) {
+  if (shape.size() > kMaxTensorRank)
+    throw_error(ErrorKind::resource_exhausted, "a tensor type may have rank at most {}, got rank {}",
+                kMaxTensorRank, shape.size());
   return Type(make_ref<TensorTypeNode>(std::move(shape), dtype));
 }
-Type tuple_type(std::vector<Type> fields) { return Type(make_ref<TupleTypeNode>(std::move(fields))); }
+Type tuple_type(std::vector<Type> fields) {
+  return checked_depth(Type(make_ref<TupleTypeNode>(std::move(fields))));
+}
 Type func_type(std::vector<Type> params, Type ret) {
-  return Type(make_ref<FuncTypeNode>(std::move(params), std::move(ret)));
+  return checked_depth(Type(make_ref<FuncTypeNode>(std::move(params), std::move(ret))));
 }
 Type adt_type(std::string name, std::vector<Type> args) {
-  return Type(make_ref<AdtTypeNode>(std::move(name), std::move(args)));
+  return checked_depth(Type(make_ref<AdtTypeNode>(std::move(name), std::move(args))));
 }
 Type type_var(std::string name) { return Type(make_ref<TypeVarNode>(std::move(name))); }
 Type scalar_type(DType dtype) { return tensor_type({}, dtype); }

@@ -7,6 +7,7 @@
 #include "ir/op.hpp"
 #include "ir/visitor.hpp"
 #include "support/check.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::ir {
 namespace {
@@ -107,6 +108,7 @@ Type TypeInferencer::fresh() {
 }
 
 Type TypeInferencer::resolve(const Type& t) const {
+  check_stack("type inference");
   return map_type(t, [this](const Type& leaf) {
     if (leaf.kind() != TypeKind::incomplete) return leaf;
     auto it = solutions_.find(leaf.get());
@@ -450,6 +452,7 @@ Type TypeInferencer::infer(const Expr& expr) {
 }
 
 Type TypeInferencer::infer_node(const Expr& expr) {
+  check_stack("type inference");
   switch (expr.kind()) {
     case ExprKind::var: {
       const Type& t = expr->checked_type;
@@ -602,6 +605,7 @@ Type TypeInferencer::infer_function(const Expr& expr, const FunctionNode& fn,
 }
 
 void TypeInferencer::bind_pattern(const Pattern& pattern, const Type& type, const Expr& at) {
+  check_stack("type inference (patterns)");
   switch (pattern.kind()) {
     case PatternKind::wildcard: return;
     case PatternKind::var: bind_var(pattern.as<PatternVarNode>()->var, type, at); return;
@@ -654,6 +658,7 @@ Type TypeInferencer::infer_match(const Expr& expr, const MatchNode& match) {
 }
 
 Type TypeInferencer::global_type(const std::string& name, const Expr& at) {
+  check_stack("type inference (globals)");
   if (auto it = global_types_.find(name); it != global_types_.end()) return it->second;
   const Expr fn_expr = module_.find_function(name);
   if (!fn_expr.defined())

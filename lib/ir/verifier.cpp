@@ -9,6 +9,7 @@
 #include "ir/type_inference.hpp"
 #include "nimble/ir/module.hpp"
 #include "support/check.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::ir {
 namespace {
@@ -100,6 +101,7 @@ class Verifier {
   void unbind(const Expr& v) { scope_.erase(v.as<VarNode>()); }
 
   void check(const Expr& e) {
+    check_stack("the verifier");
     switch (e.kind()) {
       case ExprKind::var:
         if (!scope_.count(e.as<VarNode>()))
@@ -221,6 +223,7 @@ class Verifier {
   }
 
   void check_pattern(const Pattern& p, const Expr& at, std::vector<Expr>& vars) {
+    check_stack("the verifier (patterns)");
     switch (p.kind()) {
       case PatternKind::wildcard: return;
       case PatternKind::var: {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nimble/ir/expr.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::ir {
 
@@ -17,6 +18,7 @@ class ExprVisitor {
   virtual ~ExprVisitor() = default;
 
   void visit(const Expr& e) {
+    check_stack("an IR walk");
     Expr cur = e;
     // Walk a let chain as a loop: let a = x; let b = y; ... body.
     std::vector<Expr> chain;
@@ -69,6 +71,7 @@ class ExprVisitor {
     }
   }
   virtual void visit_pattern(const Pattern& p) {
+    check_stack("an IR walk (patterns)");
     if (const auto* v = p.as<PatternVarNode>()) visit(v->var);
     if (const auto* c = p.as<PatternConstructorNode>()) {
       visit(c->ctor);

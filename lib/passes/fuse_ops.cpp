@@ -39,6 +39,7 @@
 #include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::passes {
 
@@ -113,6 +114,7 @@ class Fuser {
   explicit Fuser(const std::unordered_map<const ir::VarNode*, int>& uses) : uses_(uses) {}
 
   Expr rewrite(const Expr& e) {
+    check_stack("fuse_ops");
     if (e.as<ir::LetNode>()) return rewrite_block(e);
     if (const auto* fn = e.as<ir::FunctionNode>(); fn && fn->primitive) return e;
     const auto self = [this](const Expr& x) { return rewrite(x); };

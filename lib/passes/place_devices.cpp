@@ -50,6 +50,7 @@
 #include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
 #include "support/check.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::passes {
 
@@ -161,6 +162,7 @@ class Placer {
   }
 
   Placed place(const Expr& e) {
+    check_stack("place_devices");
     switch (e.kind()) {
       case ir::ExprKind::var: {
         if (const auto r = renamed_.find(e.as<ir::VarNode>()); r != renamed_.end()) return {r->second, Device::cpu()};
@@ -254,6 +256,7 @@ class Placer {
   }
 
   void bind_pattern(const ir::Pattern& p) {
+    check_stack("place_devices");
     if (const auto* v = p.as<ir::PatternVarNode>()) {
       const auto* var = v->var.as<ir::VarNode>();
       where_[var] = boundary(v->var.type());

@@ -22,6 +22,7 @@
 #include "ops/ops.hpp"
 #include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::passes {
 
@@ -44,6 +45,7 @@ const ir::CallNode* transposable_dense(const Expr& value) {
 }
 
 Expr rewrite(const Expr& e) {
+  check_stack("pretranspose_weights");
   if (!e.as<ir::LetNode>())
     return rebuild(
         e, [](const Expr& x) { return rewrite(x); }, [](const Expr& x) { return rewrite(x); });

@@ -25,6 +25,7 @@
 #include "ops/ops.hpp"
 #include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::passes {
 
@@ -79,6 +80,7 @@ std::string call_key(const ir::OpDef& op, const ir::CallNode& call) {
 class Simplifier {
  public:
   Expr rewrite(const Expr& e) {
+    check_stack("simplify");
     switch (e.kind()) {
       case ir::ExprKind::var: {
         const auto it = subst_.find(e.as<ir::VarNode>());
@@ -169,6 +171,14 @@ class Simplifier {
     if (!op.reference) return {};
     const auto* result = type.as<ir::TensorTypeNode>();
     if (!result) return {};
+    // Sized before it runs: a creation op's constant shape can ask for any
+    // size, and the compiler must not allocate it.
+    std::int64_t numel = 1;
+    for (const ir::Dim& d : result->shape) {
+      if (!d.is_fixed() || d.value() > kMaxFolded) return {};
+      numel *= d.value();
+      if (numel > kMaxFolded) return {};
+    }
     std::vector<Value> values;
     for (const Expr& a : args) {
       const auto* c = a.as<ir::ConstantNode>();

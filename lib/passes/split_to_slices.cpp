@@ -26,6 +26,7 @@
 #include "ops/ops.hpp"
 #include "passes/pass_util.hpp"
 #include "passes/passes.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::passes {
 
@@ -71,6 +72,7 @@ class SplitToSlices {
   explicit SplitToSlices(const Expr& fn) { counter_.visit(fn); }
 
   Expr rewrite(const Expr& e) {
+    check_stack("split_to_slices");
     if (const auto* get = e.as<ir::TupleGetNode>()) {
       const auto* v = get->tuple.as<ir::VarNode>();
       const auto it = v ? parts_.find(v) : parts_.end();

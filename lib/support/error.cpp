@@ -16,6 +16,7 @@ std::string_view to_string(ErrorKind kind) noexcept {
     case ErrorKind::parse_error: return "parse_error";
     case ErrorKind::not_supported: return "not_supported";
     case ErrorKind::runtime_error: return "runtime_error";
+    case ErrorKind::resource_exhausted: return "resource_exhausted";
   }
   return "unknown";
 }

@@ -14,6 +14,7 @@
 #include "support/check.hpp"
 #include "vm/executable_data.hpp"
 #include "vm/executable_format.hpp"
+#include "support/out_of_memory.hpp"
 
 namespace nimble::vm {
 
@@ -502,9 +503,11 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 Executable Executable::load(std::span<const std::byte> bytes) {
-  auto data = std::make_shared<ExecutableData>(read_image(bytes));
-  verify(*data);
-  return Executable(std::move(data));
+  return with_memory_errors("Executable::load", [&] {
+    auto data = std::make_shared<ExecutableData>(read_image(bytes));
+    verify(*data);
+    return Executable(std::move(data));
+  });
 }
 
 std::vector<std::byte> Executable::save() const {

@@ -101,28 +101,6 @@ const AdtDesc* ArgumentChecker::find_adt(std::string_view name) const {
   return nullptr;
 }
 
-bool ArgumentChecker::fits(const TypeDesc& type, const Value& v, std::string& why) {
-  switch (type.kind) {
-    case TypeDesc::Kind::tensor: {
-      if (!v.defined() || !v.is_tensor()) return false;
-      const Tensor& tensor = v.tensor();
-      if (type.dtype != tensor.dtype() || type.dims.size() != tensor.rank()) return false;
-      for (std::size_t i = 0; i < type.dims.size(); ++i)
-        if (!fits_dim(type.dims[i], tensor.shape()[i], why)) return false;
-      return true;
-    }
-    case TypeDesc::Kind::tuple: {
-      if (!v.defined() || v.kind() != Value::Kind::tuple || v.fields().size() != type.fields.size())
-        return false;
-      for (std::size_t i = 0; i < type.fields.size(); ++i)
-        if (!fits(type.fields[i], v[i], why)) return false;
-      return true;
-    }
-    case TypeDesc::Kind::adt: return fits_adt(type, v, why);
-    default: return false;  // functions cannot come from the host
-  }
-}
-
 const ArgumentCheckCache::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type, const AdtDesc& def) {
   for (const ArgumentCheckCache::AdtUse& use : cache_.adt_uses_)
     if (use.type == type) return use;
@@ -136,23 +114,58 @@ const ArgumentCheckCache::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type,
   return use;
 }
 
-// Iterative along the last field (a list's tail, a tree's right spine), so
-// that a long list is checked without deep recursion.
-bool ArgumentChecker::fits_adt(const TypeDesc& type, Value v, std::string& why) {
-  const AdtDesc* def = find_adt(type.name);
-  if (!def || def->type_params.size() != type.fields.size()) return false;
-  const ArgumentCheckCache::AdtUse& use = adt_use(type, *def);
-  for (;;) {
-    if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= def->constructors.size())
-      return false;
-    const std::vector<TypeDesc>& fields = use.field_types[v.tag()];
-    if (v.fields().size() != fields.size()) return false;
-    if (fields.empty()) return true;
-    for (std::size_t i = 0; i + 1 < fields.size(); ++i)
-      if (!fits(fields[i], v[i], why)) return false;
-    if (!(fields.back() == type)) return fits(fields.back(), v[fields.size() - 1], why);
-    v = v[fields.size() - 1];
+// A work list, not recursion: a tree a million levels deep (on any field)
+// is checked in constant stack. Items are visited in the order a recursive
+// walk would (fields left to right), so symbols bind in the same order.
+bool ArgumentChecker::fits(const TypeDesc& root_type, const Value& root, std::string& why) {
+  struct Item {
+    const TypeDesc* type;
+    const Value* value;
+  };
+  std::vector<Item> work{{&root_type, &root}};
+  // The last ADT type seen and its instantiated fields: the nodes of one
+  // tree all ask for the same.
+  const TypeDesc* last_adt = nullptr;
+  const ArgumentCheckCache::AdtUse* last_use = nullptr;
+  std::size_t last_constructors = 0;
+  while (!work.empty()) {
+    const Item item = work.back();
+    work.pop_back();
+    const TypeDesc& type = *item.type;
+    const Value& v = *item.value;
+    switch (type.kind) {
+      case TypeDesc::Kind::tensor: {
+        if (!v.defined() || !v.is_tensor()) return false;
+        const Tensor& tensor = v.tensor();
+        if (type.dtype != tensor.dtype() || type.dims.size() != tensor.rank()) return false;
+        for (std::size_t i = 0; i < type.dims.size(); ++i)
+          if (!fits_dim(type.dims[i], tensor.shape()[i], why)) return false;
+        break;
+      }
+      case TypeDesc::Kind::tuple: {
+        if (!v.defined() || v.kind() != Value::Kind::tuple || v.fields().size() != type.fields.size())
+          return false;
+        for (std::size_t i = type.fields.size(); i-- > 0;) work.push_back({&type.fields[i], &v[i]});
+        break;
+      }
+      case TypeDesc::Kind::adt: {
+        if (&type != last_adt) {
+          const AdtDesc* def = find_adt(type.name);
+          if (!def || def->type_params.size() != type.fields.size()) return false;
+          last_use = &adt_use(type, *def);
+          last_adt = &type;
+          last_constructors = def->constructors.size();
+        }
+        if (!v.defined() || v.kind() != Value::Kind::adt || v.tag() >= last_constructors) return false;
+        const std::vector<TypeDesc>& fields = last_use->field_types[v.tag()];
+        if (v.fields().size() != fields.size()) return false;
+        for (std::size_t i = fields.size(); i-- > 0;) work.push_back({&fields[i], &v[i]});
+        break;
+      }
+      default: return false;  // functions cannot come from the host
+    }
   }
+  return true;
 }
 
 bool ArgumentChecker::fits_dim(const DimDesc& d, std::int64_t extent, std::string& why) {

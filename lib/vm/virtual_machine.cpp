@@ -34,6 +34,7 @@
 #include "runtime/cuda/stream.hpp"
 #include "runtime/stats_counters.hpp"
 #include "support/check.hpp"
+#include "support/out_of_memory.hpp"
 #include "runtime/value_builder.hpp"
 #include "runtime/value_map.hpp"
 #include "vm/executable_data.hpp"
@@ -151,7 +152,6 @@ struct Frame {
   std::uint32_t dst;        // the caller's register for the result
 };
 
-constexpr std::size_t kMaxFrames = std::size_t{1} << 22;
 
 [[gnu::noinline]] std::int64_t wrap_narrow(std::int64_t x, DType t) {
   switch (t) {
@@ -468,6 +468,7 @@ struct VirtualMachine::Impl {
   std::string kernel_provider;            // empty: the first provider that serves a primitive
   std::vector<Reg> regs;
   std::vector<Frame> frames;
+  std::size_t max_frames = VirtualMachine::kDefaultMaxCallDepth;
   std::uint32_t base = 0;        // the current frame: its first register
   std::uint32_t frame_size = 0;  // and its register count
   std::vector<Reg> call_args;  // scratch: arguments of a call being made
@@ -521,9 +522,11 @@ struct VirtualMachine::Impl {
   }
 
   void push_frame(Frame frame) {
-    if (frames.size() >= kMaxFrames)
-      throw_error(ErrorKind::runtime_error, "call depth exceeds {} frames (unbounded recursion?)",
-                  kMaxFrames);
+    if (frames.size() >= max_frames) [[unlikely]]
+      throw_error(ErrorKind::resource_exhausted,
+                  "call depth exceeds the limit of {} frames (VirtualMachine::set_max_call_depth; "
+                  "unbounded recursion?)",
+                  max_frames);
     frames.push_back(frame);
   }
 
@@ -1030,6 +1033,10 @@ VirtualMachine& VirtualMachine::operator=(VirtualMachine&&) noexcept = default;
 const Executable& VirtualMachine::executable() const noexcept { return impl_->exe; }
 
 Value VirtualMachine::invoke(std::string_view function, std::span<const Value> args) {
+  return with_memory_errors("invoke", [&] { return invoke_checked(function, args); });
+}
+
+Value VirtualMachine::invoke_checked(std::string_view function, std::span<const Value> args) {
   const ExecutableData& d = *impl_->d;
   const std::int64_t index = d.find_function(function);
   if (index < 0)
@@ -1079,6 +1086,12 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
 void VirtualMachine::set_kernel_provider(std::string provider) {
   impl_->kernel_provider = std::move(provider);
   std::fill(impl_->site_kernels.begin(), impl_->site_kernels.end(), Ref<Kernel>{});
+}
+
+void VirtualMachine::set_max_call_depth(std::size_t frames) {
+  if (frames == 0)
+    throw_error(ErrorKind::invalid_argument, "set_max_call_depth: the limit must be >= 1, got 0");
+  impl_->max_frames = frames;
 }
 
 void VirtualMachine::set_profiling(bool on) {

@@ -799,7 +799,7 @@ TEST_CASE("parse errors: nesting deeper than 1000 levels", "[ir]") {
   };
   CHECK(reprint(nested_calls(999)) == nested_calls(999));
   CHECK_NIMBLE_ERROR(parse(nested_calls(1000), kFile), nimble::ErrorKind::parse_error,
-                     "test.nir:2:4003: nesting deeper than 1000 levels");
+                     "test.nir:2:4002: nesting deeper than 1000 levels");
   auto nested_fn_type = [](int depth) {
     std::string text = "def @f(%x: ";
     for (int i = 0; i < depth; ++i) text += "fn() -> ";

@@ -45,10 +45,12 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   [[nodiscard]] std::string str() const { return path_.string(); }
+  /// Every file but the cache's secret: entries, and any temporary file left.
   [[nodiscard]] std::vector<std::filesystem::path> files() const {
     std::vector<std::filesystem::path> all;
     if (std::filesystem::exists(path_))
-      for (const auto& e : std::filesystem::directory_iterator(path_)) all.push_back(e.path());
+      for (const auto& e : std::filesystem::directory_iterator(path_))
+        if (e.path().filename() != "secret") all.push_back(e.path());
     std::sort(all.begin(), all.end());
     return all;
   }

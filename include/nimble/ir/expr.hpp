@@ -79,6 +79,9 @@ enum class ExprKind : std::uint8_t {
 
 class ExprNode : public RefCounted {
  public:
+  /// A chain of a million lets, or an operand nested a million deep, is torn
+  /// down without recursion (ref_counted.hpp).
+  static constexpr bool kDeferredTeardown = true;
   const ExprKind kind;
   const SourceLoc loc;
   /// The type inference assigned (undefined before inference).
@@ -250,6 +253,7 @@ enum class PatternKind : std::uint8_t { wildcard, var, constructor, tuple };
 
 class PatternNode : public RefCounted {
  public:
+  static constexpr bool kDeferredTeardown = true;
   const PatternKind kind;
   virtual ~PatternNode() = default;
 

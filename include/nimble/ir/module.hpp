@@ -3,8 +3,11 @@
 // and type inference.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,7 +17,8 @@ namespace nimble::ir {
 
 /// A value type (copying a Module copies its tables, not the IR nodes).
 /// Definition order is kept: printing lists ADTs, then functions, in the
-/// order they were added.
+/// order they were added. Lookups by name are hash-table lookups, so a
+/// module of a hundred thousand functions builds in linear time.
 class Module {
  public:
   /// Adds an ADT definition; Error(invalid_argument) if the name is taken.
@@ -41,9 +45,24 @@ class Module {
   [[nodiscard]] bool is_entry(std::string_view name) const noexcept;
 
  private:
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  /// name -> index (into adts_, functions_, entries_; for constructors, the
+  /// ADT's index and the tag).
+  template <class V>
+  using NameMap = std::unordered_map<std::string, V, NameHash, std::equal_to<>>;
+
   std::vector<AdtDef> adts_;
   std::vector<std::pair<std::string, Expr>> functions_;
   std::vector<std::string> entries_;
+  NameMap<std::size_t> adt_index_;
+  NameMap<std::size_t> function_index_;
+  NameMap<std::pair<std::size_t, int>> constructor_index_;
+  NameMap<std::size_t> entry_index_;
 };
 
 // --- Text form ---------------------------------------------------------------------

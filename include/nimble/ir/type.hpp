@@ -6,6 +6,8 @@
 // compare by kind, value, and symbol name.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -70,12 +72,24 @@ enum class TypeKind : std::uint8_t {
 
 class TypeNode : public RefCounted {
  public:
+  /// Nested types are torn down without recursion (ref_counted.hpp).
+  static constexpr bool kDeferredTeardown = true;
   const TypeKind kind;
+  /// Levels of nesting: 1 for a tensor type or a type variable, one more
+  /// than its deepest part for a tuple, function or ADT type.
+  const std::uint32_t depth;
   virtual ~TypeNode() = default;
 
  protected:
-  explicit TypeNode(TypeKind k) : kind(k) {}
+  explicit TypeNode(TypeKind k, std::uint32_t d = 1) : kind(k), depth(d) {}
 };
+
+/// The deepest nesting a type may have (the IR text's nesting limit; an
+/// executable's signatures allow 64): the type constructors throw
+/// Error(resource_exhausted) past it, so every walk over a type may recurse.
+inline constexpr std::uint32_t kMaxTypeDepth = 1000;
+/// The highest rank a tensor type may have.
+inline constexpr std::size_t kMaxTensorRank = 64;
 
 class TensorTypeNode;
 class TupleTypeNode;
@@ -106,6 +120,14 @@ class Type {
   Ref<const TypeNode> node_;
 };
 
+/// The depth of the deepest of `types` (0 for none).
+[[nodiscard]] inline std::uint32_t max_depth(const std::vector<Type>& types) noexcept {
+  std::uint32_t d = 0;
+  for (const Type& t : types)
+    if (t.defined()) d = std::max(d, t.get()->depth);
+  return d;
+}
+
 class TensorTypeNode final : public TypeNode {
  public:
   static constexpr TypeKind kKind = TypeKind::tensor;
@@ -118,7 +140,8 @@ class TensorTypeNode final : public TypeNode {
 class TupleTypeNode final : public TypeNode {
  public:
   static constexpr TypeKind kKind = TypeKind::tuple;
-  explicit TupleTypeNode(std::vector<Type> f) : TypeNode(kKind), fields(std::move(f)) {}
+  explicit TupleTypeNode(std::vector<Type> f)
+      : TypeNode(kKind, 1 + max_depth(f)), fields(std::move(f)) {}
   const std::vector<Type> fields;
 };
 
@@ -126,7 +149,9 @@ class FuncTypeNode final : public TypeNode {
  public:
   static constexpr TypeKind kKind = TypeKind::func;
   FuncTypeNode(std::vector<Type> p, Type r)
-      : TypeNode(kKind), params(std::move(p)), ret(std::move(r)) {}
+      : TypeNode(kKind, 1 + std::max(max_depth(p), r.defined() ? r.get()->depth : 0)),
+        params(std::move(p)),
+        ret(std::move(r)) {}
   const std::vector<Type> params;
   const Type ret;
 };
@@ -138,7 +163,7 @@ class AdtTypeNode final : public TypeNode {
  public:
   static constexpr TypeKind kKind = TypeKind::adt;
   AdtTypeNode(std::string n, std::vector<Type> a)
-      : TypeNode(kKind), name(std::move(n)), args(std::move(a)) {}
+      : TypeNode(kKind, 1 + max_depth(a)), name(std::move(n)), args(std::move(a)) {}
   const std::string name;
   const std::vector<Type> args;
 };
@@ -160,7 +185,7 @@ class IncompleteTypeNode final : public TypeNode {
   const std::uint32_t id;
 };
 
-// --- Constructors ------------------------------------------------------------
+// --- Constructors (Error(resource_exhausted) past kMaxTypeDepth or kMaxTensorRank) ---
 [[nodiscard]] Type tensor_type(std::vector<Dim> shape, DType dtype);
 [[nodiscard]] Type tuple_type(std::vector<Type> fields);
 [[nodiscard]] Type func_type(std::vector<Type> params, Type ret);

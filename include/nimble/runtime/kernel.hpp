@@ -106,8 +106,16 @@ struct KernelCacheOptions {
   /// Synchronous (false): the call compiles it first (tests, benches).
   bool background = true;
   /// The directory where compiled kernels persist between processes (made
-  /// on first use), keyed by content hash and checksummed; empty: none.
+  /// on first use, private to the user), keyed by content hash; empty: none.
+  /// Nothing in it runs unless this user wrote it: the directory and each
+  /// file must be the user's and writable by no one else (else the cache is
+  /// off, or the file ignored, with one warning on stderr), and each entry
+  /// carries a MAC (HMAC-SHA256) under a per-user secret kept in the
+  /// directory (mode 0600), checked before any byte of it is loaded.
   std::string disk_cache_dir = default_disk_cache_dir();
+  /// The most bytes of entries the disk cache keeps: past it, a store
+  /// removes the least recently used entries (a hit counts as a use).
+  std::uint64_t disk_cache_max_bytes = std::uint64_t{1} << 30;
 
   /// $NIMBLE_CACHE_DIR if set ("" or "off": no disk cache), else
   /// $XDG_CACHE_HOME/nimble, else $HOME/.cache/nimble, else none.

@@ -18,6 +18,8 @@ class ValueNode;
 /// of the interpreter or of the VM. Deleted through this base.
 class Object : public RefCounted {
  public:
+  /// A chain of closures capturing closures is torn down without recursion.
+  static constexpr bool kDeferredTeardown = true;
   virtual ~Object() = default;
 };
 

@@ -5,9 +5,26 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace nimble {
+
+namespace detail {
+/// Deletes `object` with `deleter`; when called while another deferred
+/// deletion runs on this thread (a node's members dropping its children),
+/// queues it instead, and the outermost call deletes the queue in a loop. So
+/// tearing down a chain or tree of a million nodes takes a few stack frames,
+/// not a million. Thread-safe (the queue is per thread).
+void deferred_delete(const void* object, void (*deleter)(const void*)) noexcept;
+}  // namespace detail
+
+/// A RefCounted class whose objects form user-controlled chains or trees
+/// (IR nodes, types, patterns) declares `static constexpr bool
+/// kDeferredTeardown = true;`: its last Ref deletes it through
+/// detail::deferred_delete.
+template <class T>
+concept DeferredTeardown = std::remove_cv_t<T>::kDeferredTeardown;
 
 /// Base of intrusively counted objects. Thread-safe counting; the object is
 /// deleted as the static type held by the last Ref, so a class deleted through
@@ -96,7 +113,12 @@ class Ref {
   friend bool operator==(const Ref& a, const Ref& b) noexcept { return a.ptr_ == b.ptr_; }
 
  private:
-  [[gnu::noinline]] static void destroy(T* p) noexcept { delete p; }
+  [[gnu::noinline]] static void destroy(T* p) noexcept {
+    if constexpr (DeferredTeardown<T>)
+      detail::deferred_delete(p, [](const void* q) { delete static_cast<T*>(const_cast<void*>(q)); });
+    else
+      delete p;
+  }
 
   T* ptr_ = nullptr;
 };

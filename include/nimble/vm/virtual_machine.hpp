@@ -72,6 +72,16 @@ class VirtualMachine {
     return invoke(function, std::span<const Value>(args.begin(), args.size()));
   }
 
+  /// The default limit on nested (non-tail) calls: a recursive model over a
+  /// tree a million levels deep runs. Frames live on the heap, not on the
+  /// C++ stack, so the limit is one of memory, about 100 bytes a frame plus
+  /// its registers.
+  static constexpr std::size_t kDefaultMaxCallDepth = std::size_t{1} << 22;
+  /// Sets the limit on nested calls: an invoke that would nest deeper ends
+  /// with Error(resource_exhausted) naming the limit, and the VM stays
+  /// usable. `frames` >= 1.
+  void set_max_call_depth(std::size_t frames);
+
   /// Turns the profiler on or off (off by default: then it costs one branch
   /// per kernel call and nothing per instruction). Turning it on resets it.
   void set_profiling(bool on);
@@ -91,6 +101,7 @@ class VirtualMachine {
   [[nodiscard]] const Executable& executable() const noexcept;
 
  private:
+  Value invoke_checked(std::string_view function, std::span<const Value> args);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -45,9 +45,10 @@ class JitProvider final : public KernelProvider {
   // The disk cache, if there is one to use. A directory others can write is
   // not used: its objects would run here.
   static std::optional<KernelStore> disk_store() {
-    const std::string directory = KernelCache::global().options().disk_cache_dir;
+    const KernelCacheOptions& options = KernelCache::global().options();
+    const std::string& directory = options.disk_cache_dir;
     if (directory.empty() || !trusted_cache_directory(directory)) return std::nullopt;
-    return KernelStore(directory);
+    return KernelStore(directory, options.disk_cache_max_bytes);
   }
 
   static Ref<Kernel> kernel(const PrimitiveInfo& prim, const Bucket& bucket) {

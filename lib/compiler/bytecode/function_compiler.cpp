@@ -5,6 +5,7 @@
 
 #include "support/check.hpp"
 #include "compiler/bytecode/compiler.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::vm {
 
@@ -84,6 +85,7 @@ void FunctionCompiler::bind_let(const ir::LetNode& let) {
 }
 
 std::uint32_t FunctionCompiler::compile_value(const ir::Expr& e) {
+  check_stack("the bytecode compiler");
   switch (e.kind()) {
     case ir::ExprKind::var: return var_reg(e.as<ir::VarNode>());
     case ir::ExprKind::constant: {

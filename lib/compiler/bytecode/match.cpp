@@ -10,6 +10,7 @@
 
 #include "support/check.hpp"
 #include "compiler/bytecode/compiler.hpp"
+#include "support/stack_guard.hpp"
 
 namespace nimble::vm {
 
@@ -26,6 +27,7 @@ bool loads_nothing(const FunctionCompiler& fc, const ir::Pattern& p) {
 
 // Whether `p` matches every value of its type.
 bool irrefutable(const ir::Pattern& p) {
+  check_stack("the bytecode compiler (patterns)");
   switch (p.kind()) {
     case ir::PatternKind::wildcard:
     case ir::PatternKind::var: return true;
@@ -47,6 +49,7 @@ bool irrefutable(const ir::Pattern& p) {
 // `test_tag` false: the value is known to have p's constructor.
 void compile_pattern(FunctionCompiler& fc, const ir::Pattern& p, std::uint32_t value,
                      std::vector<std::size_t>& fails, bool test_tag = true) {
+  check_stack("the bytecode compiler (patterns)");
   switch (p.kind()) {
     case ir::PatternKind::wildcard: return;
     case ir::PatternKind::var:
