@@ -99,7 +99,11 @@ Case w2_deep_case(std::int64_t depth) {
     t = tree["Node"].value({t, tree["Leaf"].value({Tensor::scalar<std::int64_t>(j)})});
   std::vector<Value> args{t, workloads::w2_leaves(depth + 1)};
   args.insert(args.end(), w2_weights().begin(), w2_weights().end());
-  return make_case(std::move(runner), std::move(args));
+  Case c = make_case(std::move(runner), std::move(args));
+  // The memory trace measures every live value before every instruction:
+  // over a recursion this deep that is quadratic, hours at 100k.
+  c.trace_memory = nullptr;
+  return c;
 }
 
 Case w3_case(Engine engine, std::int64_t length) {
