@@ -28,7 +28,7 @@ import re
 import sys
 
 WORKLOAD_ORDER = ["W1", "W2", "W3", "CHAIN1000", "GEMM", "SGEMM"]
-NIMBLE_IMPLS = ["nimble", "nimble_cuda", "nimble_prepacked", "nimble_reference"]
+NIMBLE_IMPLS = ["nimble", "nimble_cuda", "nimble_deep", "nimble_prepacked", "nimble_reference"]
 PEER_IMPLS = ["libtorch_fused", "libtorch_cell_loop", "libtorch_recursive", "libtorch",
               "handwritten", "openblas"]
 IMPL_ORDER = NIMBLE_IMPLS + PEER_IMPLS

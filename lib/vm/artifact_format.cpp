@@ -95,12 +95,17 @@ Contents read(std::string_view file, const std::string& path) {
     corrupt("not a nimble artifact (no NIMBLEAR header)");
   PayloadReader header(file.substr(sizeof kMagic, kHeaderSize - sizeof kMagic));
   const std::uint32_t format = header.u32();
-  (void)header.u32();
+  const std::uint32_t flags = header.u32();
   const std::uint64_t body_size = header.u64();
   const std::uint64_t checksum = header.u64();
   if (format != kFormat)
     throw_error(ErrorKind::parse_error, "artifact {}: format {}, this runtime reads format {}", path, format,
                 kFormat);
+  // Outside the checksum: a reader that ignored unknown flags would accept
+  // bytes no writer wrote (found by artifact_reader_fuzzer).
+  if (flags != 0)
+    throw_error(ErrorKind::parse_error, "artifact {}: header flags {:#x}, this runtime knows none (expected 0)",
+                path, flags);
   if (body_size != file.size() - kHeaderSize)
     throw_error(ErrorKind::parse_error, "artifact {}: truncated or extended: its header says {} bytes follow, {} do",
                 path, body_size, file.size() - kHeaderSize);

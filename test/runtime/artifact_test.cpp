@@ -340,6 +340,11 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
     other[8] = 3;
     refused(other, ErrorKind::parse_error, "format 3");
   }
+  SECTION("header flags this runtime does not know (outside the checksum)") {
+    std::string flagged = good;
+    flagged[15] = static_cast<char>(0xc4);
+    refused(flagged, ErrorKind::parse_error, "header flags 0xc4000000");
+  }
 
   runtime::artifact::Contents contents = runtime::artifact::read(good, "good");
   SECTION("another nimble version") {
