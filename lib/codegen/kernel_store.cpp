@@ -127,7 +127,7 @@ std::string untrusted_file(int fd, uid_t owner, struct stat& st) {
   return {};
 }
 
-// The whole file `fd` (at most `limit` bytes), or nullopt.
+// The first `size` bytes of the file `fd` (its size, checked by the caller), or nullopt.
 std::optional<std::string> read_all(int fd, std::uint64_t size) {
   std::string content(size, '\0');
   std::size_t done = 0;
