@@ -117,7 +117,18 @@ const ArgumentCheckCache::AdtUse& ArgumentChecker::adt_use(const TypeDesc& type,
 // A work list, not recursion: a tree a million levels deep (on any field)
 // is checked in constant stack. Items are visited in the order a recursive
 // walk would (fields left to right), so symbols bind in the same order.
+bool ArgumentChecker::fits_tensor(const TypeDesc& type, const Value& v, std::string& why) {
+  if (!v.defined() || !v.is_tensor()) return false;
+  const Tensor& tensor = v.tensor();
+  if (type.dtype != tensor.dtype() || type.dims.size() != tensor.rank()) return false;
+  for (std::size_t i = 0; i < type.dims.size(); ++i)
+    if (!fits_dim(type.dims[i], tensor.shape()[i], why)) return false;
+  return true;
+}
+
 bool ArgumentChecker::fits(const TypeDesc& root_type, const Value& root, std::string& why) {
+  // Most arguments are tensors (with symbolic dims): no work list for them.
+  if (root_type.kind == TypeDesc::Kind::tensor) return fits_tensor(root_type, root, why);
   struct Item {
     const TypeDesc* type;
     const Value* value;
@@ -134,14 +145,9 @@ bool ArgumentChecker::fits(const TypeDesc& root_type, const Value& root, std::st
     const TypeDesc& type = *item.type;
     const Value& v = *item.value;
     switch (type.kind) {
-      case TypeDesc::Kind::tensor: {
-        if (!v.defined() || !v.is_tensor()) return false;
-        const Tensor& tensor = v.tensor();
-        if (type.dtype != tensor.dtype() || type.dims.size() != tensor.rank()) return false;
-        for (std::size_t i = 0; i < type.dims.size(); ++i)
-          if (!fits_dim(type.dims[i], tensor.shape()[i], why)) return false;
+      case TypeDesc::Kind::tensor:
+        if (!fits_tensor(type, v, why)) return false;
         break;
-      }
       case TypeDesc::Kind::tuple: {
         if (!v.defined() || v.kind() != Value::Kind::tuple || v.fields().size() != type.fields.size())
           return false;

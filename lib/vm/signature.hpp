@@ -85,6 +85,7 @@ class ArgumentChecker {
 
  private:
   bool fits(const TypeDesc& type, const Value& v, std::string& why);
+  bool fits_tensor(const TypeDesc& type, const Value& v, std::string& why);
   bool fits_dim(const DimDesc& d, std::int64_t extent, std::string& why);
   const AdtDesc* find_adt(std::string_view name) const;
   const ArgumentCheckCache::AdtUse& adt_use(const TypeDesc& type, const AdtDesc& def);
