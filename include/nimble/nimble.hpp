@@ -4,6 +4,7 @@
 #include "nimble/runtime.hpp"
 #include "nimble/builder.hpp"
 #include "nimble/compile.hpp"
+#include "nimble/disk_cache.hpp"
 #include "nimble/export.hpp"
 #include "nimble/interpreter.hpp"
 #include "nimble/ir/module.hpp"

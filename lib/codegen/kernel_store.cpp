@@ -225,42 +225,38 @@ std::optional<std::string> KernelStore::secret_for_writing() const {
 }
 
 std::optional<std::string> KernelStore::read_entry(const std::string& path, bool touch,
-                                                   std::uint64_t* identity_bytes) const {
+                                                   std::uint64_t* identity_bytes, bool* absent) const {
+  if (absent) *absent = false;
   const Fd file{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
   if (file.fd < 0) {
     if (errno == ENOENT) {
-      stats::count_disk_miss();
+      if (absent) *absent = true;
       return std::nullopt;
     }
     warn_once(fmt::format("{} cannot be opened ({}): ignored", path, std::strerror(errno)));
-    stats::count_disk_rejected();
     return std::nullopt;
   }
-  const auto reject = [] {
-    stats::count_disk_rejected();
-    return std::nullopt;
-  };
   struct stat st{};
   if (const std::string why = untrusted_file(file.fd, owner_, st); !why.empty()) {
     warn_once(fmt::format("{} is {}: ignored", path, why));
-    return reject();
+    return std::nullopt;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size < kHeaderSize || size > kMaxEntryBytes) return reject();
+  if (size < kHeaderSize || size > kMaxEntryBytes) return std::nullopt;
   const std::optional<std::string> content = read_all(file.fd, size);
   if (!content || std::memcmp(content->data(), kMagic, 8) != 0 ||
       get<std::uint32_t>(*content, 8) != kFormat)
-    return reject();
+    return std::nullopt;
   const std::uint64_t identity_size = get<std::uint32_t>(*content, 12);
   const std::uint64_t payload_size = get<std::uint64_t>(*content, 16);
   if (identity_size > size || payload_size > size || kHeaderSize + identity_size + payload_size != size)
-    return reject();
+    return std::nullopt;
   const std::optional<std::string> secret = read_secret();
-  if (!secret) return reject();
+  if (!secret) return std::nullopt;
   const std::string_view all(*content);
   const std::string expected = mac_of(*secret, all.substr(0, kMacAt), all.substr(kHeaderSize));
   if (expected.size() != kMacSize || CRYPTO_memcmp(expected.data(), all.data() + kMacAt, kMacSize) != 0)
-    return reject();
+    return std::nullopt;
   if (touch) (void)::futimens(file.fd, nullptr);  // used now, for the LRU order
   if (identity_bytes) *identity_bytes = identity_size;
   return std::string(all.substr(kHeaderSize, identity_size + payload_size));
@@ -268,14 +264,22 @@ std::optional<std::string> KernelStore::read_entry(const std::string& path, bool
 
 std::optional<std::string> KernelStore::load(std::uint64_t key, std::string_view identity) const {
   std::uint64_t identity_size = 0;
-  std::optional<std::string> body = read_entry(path_of(key), true, &identity_size);
-  if (!body) return std::nullopt;
+  bool absent = false;
+  const std::optional<std::string> body = read_entry(path_of(key), true, &identity_size, &absent);
+  if (!body) {
+    if (absent)
+      stats::count_disk_miss();
+    else
+      stats::count_disk_rejected();
+    return std::nullopt;
+  }
   // Another identity under the same key (a collision): not this kernel.
-  if (identity_size != identity.size() || std::string_view(*body).substr(0, identity.size()) != identity) {
+  const std::string_view found(*body);
+  if (identity_size != identity.size() || found.substr(0, identity.size()) != identity) {
     stats::count_disk_rejected();
     return std::nullopt;
   }
-  return body->substr(identity.size());
+  return std::string(found.substr(identity.size()));
 }
 
 bool KernelStore::save(std::uint64_t key, std::string_view identity, std::string_view payload) const {

@@ -75,9 +75,11 @@ class KernelStore {
   [[nodiscard]] std::optional<std::string> read_secret() const;
   [[nodiscard]] std::optional<std::string> secret_for_writing() const;
   // The entry's identity and payload, after every check; its identity's
-  // size in `identity_bytes`.
+  // size in `identity_bytes`; whether there is no such file in `absent`.
+  // Counts nothing (load counts; list only looks).
   [[nodiscard]] std::optional<std::string> read_entry(const std::string& path, bool touch,
-                                                    std::uint64_t* identity_bytes = nullptr) const;
+                                                    std::uint64_t* identity_bytes = nullptr,
+                                                    bool* absent = nullptr) const;
   void evict() const;
 
   std::string directory_;

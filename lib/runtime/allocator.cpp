@@ -16,6 +16,7 @@
 #include "runtime/cuda/allocator.hpp"
 
 #include "support/check.hpp"
+#include "nimble/support/fault_injection.hpp"
 
 namespace nimble {
 namespace {
@@ -116,8 +117,9 @@ std::size_t PooledCpuAllocator::size_class_bytes(std::size_t nbytes) noexcept {
 
 void* PooledCpuAllocator::allocate(std::size_t nbytes) {
   if (nbytes == 0) return nullptr;
+  detail::allocation_point();
   if (nbytes > kMaxRequest)
-    throw_error(ErrorKind::runtime_error,
+    throw_error(ErrorKind::resource_exhausted,
                 "cpu allocator: cannot allocate {} bytes (at most 2^{} bytes per block)", nbytes,
                 kMaxLog2);
   const SizeClass cls = size_class(nbytes);
@@ -136,7 +138,7 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
   } else {
     block = ::operator new(cls.bytes, block_alignment(cls.bytes), std::nothrow);
     if (!block)
-      throw_error(ErrorKind::runtime_error, "cpu allocator: out of memory allocating {} bytes",
+      throw_error(ErrorKind::resource_exhausted, "cpu allocator: out of memory allocating {} bytes",
                   cls.bytes);
     pool_->system_allocations.fetch_add(1, std::memory_order_relaxed);
   }

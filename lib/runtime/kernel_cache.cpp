@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "nimble/runtime/kernel.hpp"
@@ -75,6 +76,10 @@ struct KernelCache::Impl {
   std::vector<Provider> providers;  // sorted by decreasing priority, stable
   KernelCacheOptions options;       // guarded by providers_mutex
   tbb::concurrent_hash_map<std::uint64_t, Ref<Kernel>> kernels;
+  // concurrent_hash_map's clear() must not run beside any other operation
+  // on the map (found by test/soak: a SIGSEGV in clear() while other threads
+  // looked kernels up): every use takes this shared, clear() exclusively.
+  mutable std::shared_mutex clearing;
   std::atomic<std::uint64_t> hits{0};
   std::atomic<std::uint64_t> misses{0};
 
@@ -117,6 +122,7 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provide
   // mixed with the provider's name, apart from the first-serving one.
   const std::uint64_t key =
       provider.empty() ? prim.hash : prim.hash ^ (content_hash(PrimitiveKind::compute, provider) * 31);
+  const std::shared_lock not_clearing(impl_->clearing);
   {
     decltype(impl_->kernels)::const_accessor found;
     if (impl_->kernels.find(found, key)) {
@@ -166,6 +172,7 @@ Ref<Kernel> KernelCache::get(const PrimitiveInfo& prim, std::string_view provide
 
 void KernelCache::clear() {
   BackgroundCompiler::process().wait();
+  const std::unique_lock clearing(impl_->clearing);
   impl_->kernels.clear();
 }
 
@@ -186,12 +193,14 @@ KernelCacheOptions KernelCache::options() const { return impl_->current_options(
 void KernelCache::wait_for_background() { BackgroundCompiler::process().wait(); }
 
 std::vector<Bucket> KernelCache::specialized_buckets(const PrimitiveInfo& prim) const {
+  const std::shared_lock not_clearing(impl_->clearing);
   decltype(impl_->kernels)::const_accessor found;
   if (!impl_->kernels.find(found, prim.hash)) return {};
   return found->second->specialized_buckets();
 }
 
 KernelCache::Stats KernelCache::stats() const {
+  const std::shared_lock not_clearing(impl_->clearing);
   return {impl_->hits.load(), impl_->misses.load(), impl_->kernels.size(), BackgroundCompiler::process().pending()};
 }
 

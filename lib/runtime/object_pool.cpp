@@ -2,6 +2,7 @@
 
 #include <array>
 #include <new>
+#include "nimble/support/fault_injection.hpp"
 
 namespace nimble::detail {
 
@@ -70,6 +71,7 @@ void register_cleanup() {
 }  // namespace
 
 void* pool_allocate(std::size_t bytes) {
+  allocation_point();
   const std::size_t c = (bytes + kGranule - 1) / kGranule - 1;
   if (!kPooled || bytes == 0 || c >= kClasses || lists_destroyed) return ::operator new(bytes);
   if (FreeBlock* b = lists.head[c]) {

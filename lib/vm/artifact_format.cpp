@@ -45,6 +45,7 @@ Bucket read_bucket(PayloadReader& r) {
 std::string write(const Contents& c) {
   PayloadWriter w;
   w.str(c.nimble_version);
+  w.str(c.llvm_version);
   w.u64(c.executable.size());
   w.bytes(c.executable);
   w.u32(static_cast<std::uint32_t>(c.primitives.size()));
@@ -118,6 +119,7 @@ Contents read(std::string_view file, const std::string& path) {
   if (!r.failed() && c.nimble_version != kVersion)
     throw_error(ErrorKind::not_supported, "not supported: artifact {} was exported by nimble {}; this runtime is {}",
                 path, c.nimble_version, kVersion);
+  c.llvm_version = r.str();
   c.executable = std::string(r.bytes(r.u64()));
   const auto count = [&r] {
     const std::uint32_t n = r.u32();

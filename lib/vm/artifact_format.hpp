@@ -5,6 +5,8 @@
 //   body:
 //     str  nimble version that wrote it (the runtime loads only its own: the
 //          kernels' calling convention is the version's)
+//     str  LLVM version that compiled its code (a record, for tools and bug
+//          reports: the shared objects need no LLVM to load)
 //     blob the Executable (its own format, verified by Executable::load)
 //     per primitive: hash, name, kind, and either a built-in op the runtime
 //          implements (name, integer attributes) or its native kernels: the
@@ -30,7 +32,7 @@
 
 namespace nimble::runtime::artifact {
 
-inline constexpr std::uint32_t kFormat = 2;
+inline constexpr std::uint32_t kFormat = 3;  // 3: the LLVM version
 
 /// A GPU kernel's stages for GPUs of `compute_capability` (80: sm_80) and later.
 struct Ptx {
@@ -63,6 +65,7 @@ struct Variant {
 
 struct Contents {
   std::string nimble_version;
+  std::string llvm_version;
   std::string executable;
   std::vector<PrimitiveEntry> primitives;
   std::vector<Variant> variants;

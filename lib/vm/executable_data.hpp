@@ -35,13 +35,6 @@ struct ExecutableData {
   std::vector<PrimitiveInfo> primitives; // InvokePacked
   std::vector<std::string> strings;      // Fatal messages
   std::vector<AdtDesc> adts;             // for argument checks
-
-  /// Index of function `name`, or -1.
-  [[nodiscard]] std::int64_t find_function(std::string_view name) const noexcept {
-    for (std::size_t i = 0; i < functions.size(); ++i)
-      if (functions[i].name == name) return static_cast<std::int64_t>(i);
-    return -1;
-  }
 };
 
 /// Checks that `data` is well formed: every operand of every instruction in

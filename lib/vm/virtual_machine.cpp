@@ -1038,7 +1038,7 @@ Value VirtualMachine::invoke(std::string_view function, std::span<const Value> a
 
 Value VirtualMachine::invoke_checked(std::string_view function, std::span<const Value> args) {
   const ExecutableData& d = *impl_->d;
-  const std::int64_t index = d.find_function(function);
+  const std::int64_t index = impl_->exe.find_function(function);
   if (index < 0)
     throw_error(ErrorKind::invalid_argument, "invoke: the executable has no function @{}", function);
   const VMFunction& f = d.functions[static_cast<std::size_t>(index)];

@@ -17,6 +17,8 @@
 #include <string>
 
 #include "codegen/kernel_store.hpp"
+#include "nimble/disk_cache.hpp"
+#include "nimble/error.hpp"
 #include "nimble/runtime/stats.hpp"
 #include "support/cache_scope.hpp"
 
@@ -146,4 +148,36 @@ TEST_CASE("kernel store: past its size, the least recently used entries go", "[j
   for (const auto& e : entries) CHECK(e.valid);
   CHECK(store.clear() == 4);  // three entries and the secret
   CHECK(store.list().empty());
+}
+
+TEST_CASE("disk cache API: list verifies without counting, prune removes the invalid, clear empties",
+          "[jit]") {
+  const TempDir dir;
+  CHECK(list_disk_cache(dir.str() + "/not-made-yet").empty());
+  const KernelStore store(dir.str());
+  for (std::uint64_t key : {1, 2, 3}) REQUIRE(store.save(key, "id", "payload"));
+  std::string bytes = read(store.path_of(2));
+  bytes.back() ^= 1;  // the MAC no longer holds
+  write(store.path_of(2), bytes);
+
+  const EngineStats before = engine_stats();
+  const auto entries = list_disk_cache(dir.str());
+  REQUIRE(entries.size() == 3);
+  for (const DiskCacheEntry& e : entries) CHECK(e.valid == (e.path != store.path_of(2)));
+  const EngineStats after = engine_stats();
+  CHECK(after.disk_rejected == before.disk_rejected);  // looking is not a use
+  CHECK(after.disk_misses == before.disk_misses);
+
+  CHECK(remove_invalid_disk_cache_entries(dir.str()) == 1);
+  CHECK(list_disk_cache(dir.str()).size() == 2);
+  CHECK(store.load(1, "id") == "payload");
+  CHECK(clear_disk_cache(dir.str()) == 3);  // two entries and the secret
+  CHECK(list_disk_cache(dir.str()).empty());
+
+  SECTION("a directory the cache would not use is an error, not a listing") {
+    REQUIRE(::chmod(dir.str().c_str(), 0777) == 0);
+    CHECK_THROWS_AS(list_disk_cache(dir.str()), Error);
+    CHECK_THROWS_AS(clear_disk_cache(dir.str()), Error);
+    REQUIRE(::chmod(dir.str().c_str(), 0700) == 0);
+  }
 }

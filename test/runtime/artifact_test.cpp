@@ -21,6 +21,7 @@
 #include "nimble/export.hpp"
 #include "nimble/ir/module.hpp"
 #include "nimble/target.hpp"
+#include "nimble/version.hpp"
 #include "nimble/vm/artifact.hpp"
 #include "nimble/vm/virtual_machine.hpp"
 #include "vm/artifact_format.hpp"
@@ -320,6 +321,11 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
       CHECK_THAT(e.message(), Contains(says));
     }
   };
+  SECTION("a good one records who wrote it") {
+    const runtime::artifact::Contents contents = runtime::artifact::read(good, "good");
+    CHECK(contents.nimble_version == kVersion);
+    CHECK_THAT(contents.llvm_version, Catch::Matches("[0-9]+\\.[0-9]+.*"));
+  }
   SECTION("a missing file") {
     CHECK_THROWS_WITH(load(dir.file("none.nimble")), Contains("cannot read artifact"));
   }
@@ -337,8 +343,8 @@ TEST_CASE("Corrupt, truncated and mismatched artifacts are refused", "[aot]") {
   }
   SECTION("another format") {
     std::string other = good;
-    other[8] = 3;
-    refused(other, ErrorKind::parse_error, "format 3");
+    other[8] = static_cast<char>(runtime::artifact::kFormat + 1);
+    refused(other, ErrorKind::parse_error, fmt::format("format {}", runtime::artifact::kFormat + 1));
   }
   SECTION("header flags this runtime does not know (outside the checksum)") {
     std::string flagged = good;

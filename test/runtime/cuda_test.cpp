@@ -135,7 +135,7 @@ TEST_CASE("cuda: device memory is pooled by size class, and running out of it is
       (void)allocator.allocate(600 << 10);
       FAIL("expected an Error");
     } catch (const Error& e) {
-      CHECK(e.kind() == ErrorKind::runtime_error);
+      CHECK(e.kind() == ErrorKind::resource_exhausted);
       CHECK_THAT(e.what(), Catch::Contains("out of device memory") && Catch::Contains("cuda:0") &&
                                Catch::Contains(std::to_string(PooledCpuAllocator::size_class_bytes(600 << 10))));
     }

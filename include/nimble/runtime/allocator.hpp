@@ -24,8 +24,8 @@ struct AllocatorStats {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  /// Returns `nbytes` bytes aligned to kAlignment, or throws Error(runtime_error)
-  /// when the device is out of memory. `nbytes == 0` returns nullptr.
+  /// Returns `nbytes` bytes aligned to kAlignment, or throws
+  /// Error(resource_exhausted) when the device is out of memory. `nbytes == 0` returns nullptr.
   [[nodiscard]] virtual void* allocate(std::size_t nbytes) = 0;
   /// Returns a block from allocate(); `nbytes` must be the size asked for.
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;

@@ -140,7 +140,8 @@ class KernelCache {
   /// Throws Error(not_supported) if that provider is missing or declines.
   [[nodiscard]] Ref<Kernel> get(const PrimitiveInfo& prim, std::string_view provider);
   /// Forgets every cached kernel (providers stay; VMs keep the kernels they
-  /// use). Waits for background compilations first.
+  /// use). Waits for background compilations and for get() calls in
+  /// progress on other threads first.
   void clear();
 
   /// Replaces the options (after validating them: Error(invalid_argument))

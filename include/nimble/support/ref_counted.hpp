@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "nimble/support/fault_injection.hpp"
+
 namespace nimble {
 
 namespace detail {
@@ -126,6 +128,7 @@ class Ref {
 /// Creates a `T` and returns the first Ref to it.
 template <class T, class... Args>
 [[nodiscard]] Ref<T> make_ref(Args&&... args) {
+  detail::allocation_point();
   return Ref<T>(new T(std::forward<Args>(args)...), Ref<T>::fresh);
 }
 

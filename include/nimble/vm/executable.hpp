@@ -15,6 +15,7 @@
 namespace nimble::vm {
 
 struct ExecutableData;  // lib/vm/executable_data.hpp
+struct FunctionIndex;   // lib/vm/executable.cpp
 
 class Executable {
  public:
@@ -42,9 +43,14 @@ class Executable {
   /// For the VM and the compiler: wraps verified data.
   explicit Executable(std::shared_ptr<const ExecutableData> data);
   [[nodiscard]] const ExecutableData& data() const noexcept { return *data_; }
+  /// For the VM: the index of function `name` in data().functions, or -1.
+  /// A hash lookup (built once per Executable, shared by its copies), so
+  /// that invoking by name costs the same in a module of 100k functions.
+  [[nodiscard]] std::int64_t find_function(std::string_view name) const noexcept;
 
  private:
   std::shared_ptr<const ExecutableData> data_;
+  std::shared_ptr<const FunctionIndex> function_index_;
 };
 
 }  // namespace nimble::vm

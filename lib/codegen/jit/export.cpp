@@ -13,6 +13,7 @@
 #include "nimble/export.hpp"
 
 #include <fmt/format.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <fcntl.h>
@@ -284,6 +285,7 @@ ExportReport export_executable(const vm::Executable& executable, const std::stri
   // What to compile: per primitive its generic kernel and its buckets.
   runtime::artifact::Contents contents;
   contents.nimble_version = kVersion;
+  contents.llvm_version = LLVM_VERSION_STRING;
   std::vector<Job> jobs;
   ExportReport report;
   std::unordered_set<std::uint64_t> seen;

@@ -54,7 +54,7 @@ void* DeviceAllocator::allocate(std::size_t nbytes) {
       r = d.api().cuMemAlloc_v2(&block, bytes);
     }
     if (r == kErrorOutOfMemory)
-      throw_error(ErrorKind::runtime_error,
+      throw_error(ErrorKind::resource_exhausted,
                   "CUDA: out of device memory on cuda:{} ({}): cannot allocate {} bytes ({} live in nimble's tensors)",
                   context_->ordinal(), context_->name(), bytes, s.live_bytes);
     d.check(r, "cuMemAlloc_v2");
