@@ -294,7 +294,7 @@ Expr if_(Expr cond, Then&& then_fn, Else&& else_fn, Loc loc = Loc::current()) {
 }
 
 /// for i in [0, count): state = body(i, state); returns the final state.
-/// `count` is an i64[] scalar; body takes (Expr i, std::array<Expr, N> state)
+/// `count` is an integer scalar (i64[], i32[], i8[]); body takes (Expr i, std::array<Expr, N> state)
 /// and returns the new std::array<Expr, N>. Lowers to a tail-recursive local
 /// function; state types that change between iterations are joined (dims
 /// that differ become Any).
@@ -424,15 +424,30 @@ Expr operator-(Located a, Expr b);
 Expr operator*(Located a, Expr b);
 Expr operator/(Located a, Expr b);
 Expr operator-(Located a);
-/// With a number: the number becomes a scalar of the tensor's dtype.
+/// With a number on either side: the number becomes a scalar of the
+/// tensor's dtype (an Error if it has a fraction and the dtype is an
+/// integer one): 1.0 - z, x * 0.5, v > 0.
 Expr operator+(Located a, double b);
 Expr operator-(Located a, double b);
 Expr operator*(Located a, double b);
 Expr operator/(Located a, double b);
+Expr operator+(double a, Located b);
+Expr operator-(double a, Located b);
+Expr operator*(double a, Located b);
+Expr operator/(double a, Located b);
+/// Comparisons give bool tensors (broadcast as arithmetic is).
 Expr operator<(Located a, Expr b);
 Expr operator<=(Located a, Expr b);
 Expr operator>(Located a, Expr b);
 Expr operator>=(Located a, Expr b);
+Expr operator<(Located a, double b);
+Expr operator<=(Located a, double b);
+Expr operator>(Located a, double b);
+Expr operator>=(Located a, double b);
+Expr operator<(double a, Located b);
+Expr operator<=(double a, Located b);
+Expr operator>(double a, Located b);
+Expr operator>=(double a, Located b);
 }  // namespace ir
 
 // Elementwise.
@@ -471,7 +486,10 @@ Expr sum(Expr x, std::vector<std::int64_t> axes, bool keepdims = false, Loc loc 
 Expr mean(Expr x, std::vector<std::int64_t> axes, bool keepdims = false, Loc loc = Loc::current());
 Expr max(Expr x, std::vector<std::int64_t> axes, bool keepdims = false, Loc loc = Loc::current());
 Expr min(Expr x, std::vector<std::int64_t> axes, bool keepdims = false, Loc loc = Loc::current());
+/// The first index of the maximum (NaN counts as maximal) along `axis`: i64.
 Expr argmax(Expr x, std::int64_t axis, bool keepdims = false, Loc loc = Loc::current());
+/// The first index of the minimum (NaN counts as minimal) along `axis`: i64.
+Expr argmin(Expr x, std::int64_t axis, bool keepdims = false, Loc loc = Loc::current());
 Expr softmax(Expr x, std::int64_t axis = -1, Loc loc = Loc::current());
 Expr log_softmax(Expr x, std::int64_t axis = -1, Loc loc = Loc::current());
 Expr layer_norm(Expr x, Expr gamma, Expr beta, double epsilon = 1e-5, Loc loc = Loc::current());
@@ -505,6 +523,11 @@ Expr embedding(Expr table, Expr ids, Loc loc = Loc::current());
 // Creation and shapes.
 Expr zeros(Expr shape, DType dtype, Loc loc = Loc::current());
 Expr shape_of(Expr x, Loc loc = Loc::current());
+/// The indices of x's elements that are not 0 (NaN counts as not 0), in
+/// row-major order: i64[count, rank of x], count known only at run time.
+Expr nonzero(Expr x, Loc loc = Loc::current());
+/// Dim `axis` of x (negative: from the end) at run time: an i64[] scalar.
+Expr dim(Expr x, std::int64_t axis, Loc loc = Loc::current());
 /// Stacks the tensors of a List along a new leading axis.
 Expr stack(Expr list, Loc loc = Loc::current());
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "nimble/error.hpp"
+#include "nimble/support/log.hpp"
 #include "nimble/runtime/allocator.hpp"
 #include "nimble/runtime/device.hpp"
 #include "nimble/runtime/dtype.hpp"

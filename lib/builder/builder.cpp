@@ -306,6 +306,17 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
   const SourceLoc sl = SourceLoc::from(loc);
   std::vector<Type> types;
   for (const Expr& e : init) types.push_back(s.inferencer.resolve(s.inferencer.infer(e)));
+  // The counter is an i64 the user never wrote: a count of another integer
+  // dtype is cast to it, so that no error names a dtype they did not choose.
+  Expr count_i64;
+  if (count) {
+    const Type t = s.inferencer.resolve(s.inferencer.infer(*count));
+    const auto* tt = t.as<ir::TensorTypeNode>();
+    if (!tt || tt->rank() != 0 || !is_integer(tt->dtype))
+      builder_error(loc, fmt::format("foreach_: the count must be an integer scalar (i64[], i32[], ...), got {}",
+                                     ir::to_string(t)));
+    count_i64 = tt->dtype == DType::i64 ? *count : cast(*count, DType::i64, loc);
+  }
 
   // Build the loop function with the current state types; if the body makes
   // a state wider (a dim that changes between iterations), widen and build
@@ -326,7 +337,7 @@ std::vector<Expr> build_loop(const Expr* count, std::vector<Expr> init, const Co
       Expr fn_body;
       {
         ScopeGuard scope(s);
-        Expr go_on = count ? (Located(vars[0], loc) < *count) : cond(state_vars);
+        Expr go_on = count ? (Located(vars[0], loc) < count_i64) : cond(state_vars);
         Expr step = build_if(
             go_on,
             [&] {
@@ -544,6 +555,15 @@ Expr min(Expr x, std::vector<std::int64_t> axes, bool keepdims, Loc loc) {
 Expr argmax(Expr x, std::int64_t axis, bool keepdims, Loc loc) {
   return op_call(ops::argmax(), {std::move(x)}, {{"axis", axis}, {"keepdims", keepdims}}, loc);
 }
+// argmax of an order-reversed x (one fused kernel): -x for floats (NaN stays
+// NaN, so it is still picked first), -1 - x for integers, which reverses the
+// order without overflow (INT_MIN becomes INT_MAX).
+Expr argmin(Expr x, std::int64_t axis, bool keepdims, Loc loc) {
+  const DType dtype = dtype_of_expr(x, loc);
+  if (dtype == DType::boolean) return argmax(logical_not(std::move(x), loc), axis, keepdims, loc);
+  Expr reversed = is_floating(dtype) ? neg(std::move(x), loc) : sub(scalar(-1, dtype, loc), std::move(x), loc);
+  return argmax(std::move(reversed), axis, keepdims, loc);
+}
 Expr softmax(Expr x, std::int64_t axis, Loc loc) {
   return op_call(ops::softmax(), {std::move(x)}, {{"axis", axis}}, loc);
 }
@@ -599,6 +619,18 @@ Expr zeros(Expr shape, DType dtype, Loc loc) {
   return op_call(ops::zeros(), {std::move(shape)}, {{"dtype", dtype}}, loc);
 }
 Expr shape_of(Expr x, Loc loc) { return op_call(ops::shape_of(), {std::move(x)}, {}, loc); }
+Expr nonzero(Expr x, Loc loc) { return op_call(ops::nonzero(), {std::move(x)}, {}, loc); }
+Expr dim(Expr x, std::int64_t axis, Loc loc) {
+  Builder::State& s = state(loc);
+  const Type t = s.inferencer.resolve(s.inferencer.infer(x));
+  const auto* tt = t.as<ir::TensorTypeNode>();
+  if (!tt) builder_error(loc, fmt::format("dim: expected a tensor, got {}", ir::to_string(t)));
+  const auto rank = static_cast<std::int64_t>(tt->rank());
+  if (axis < -rank || axis >= rank)
+    builder_error(loc, fmt::format("dim: axis {} is out of range for a tensor of rank {} ({})", axis, rank,
+                                   ir::to_string(t)));
+  return take(shape_of(std::move(x), loc), scalar(axis < 0 ? axis + rank : axis, DType::i64, loc), 0, loc);
+}
 Expr stack(Expr list, Loc loc) { return op_call(ops::stack(), {std::move(list)}, {}, loc); }
 
 namespace ir {
@@ -622,6 +654,18 @@ Expr operator>(Located a, Expr b) {
 Expr operator>=(Located a, Expr b) {
   return op_call(ops::greater_equal(), {a.expr, std::move(b)}, {}, a.loc);
 }
+Expr operator+(double a, Located b) { return add(with_scalar(b, a), b.expr, b.loc); }
+Expr operator-(double a, Located b) { return sub(with_scalar(b, a), b.expr, b.loc); }
+Expr operator*(double a, Located b) { return mul(with_scalar(b, a), b.expr, b.loc); }
+Expr operator/(double a, Located b) { return div(with_scalar(b, a), b.expr, b.loc); }
+Expr operator<(Located a, double b) { return Located(a.expr, a.loc) < with_scalar(a, b); }
+Expr operator<=(Located a, double b) { return Located(a.expr, a.loc) <= with_scalar(a, b); }
+Expr operator>(Located a, double b) { return Located(a.expr, a.loc) > with_scalar(a, b); }
+Expr operator>=(Located a, double b) { return Located(a.expr, a.loc) >= with_scalar(a, b); }
+Expr operator<(double a, Located b) { return Located(with_scalar(b, a), b.loc) < b.expr; }
+Expr operator<=(double a, Located b) { return Located(with_scalar(b, a), b.loc) <= b.expr; }
+Expr operator>(double a, Located b) { return Located(with_scalar(b, a), b.loc) > b.expr; }
+Expr operator>=(double a, Located b) { return Located(with_scalar(b, a), b.loc) >= b.expr; }
 
 }  // namespace ir
 

@@ -15,14 +15,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <set>
 
 #include "nimble/runtime/kernel.hpp"
 #include "runtime/stats_counters.hpp"
+#include "support/log.hpp"
 
 namespace nimble::codegen {
 
@@ -107,14 +105,9 @@ const std::string& library_build_id() {
 
 namespace {
 
-// One line on stderr per distinct problem, for the life of the process: a
-// cache that is off or skips a file says so once, not once per kernel.
-void warn_once(const std::string& message) {
-  static std::mutex mutex;
-  static auto* seen = new std::set<std::string>();  // never destroyed: warnings at exit
-  const std::lock_guard lock(mutex);
-  if (seen->insert(message).second) std::fprintf(stderr, "nimble: kernel cache: %s\n", message.c_str());
-}
+// One log line per distinct problem, for the life of the process: a cache
+// that is off or skips a file says so once, not once per kernel.
+void warn_once(const std::string& message) { detail::warn_once("kernel cache: " + message); }
 
 // Why the opened file `fd` may not be trusted ("" if it may): not a regular
 // file, not `owner`'s, or writable by others.

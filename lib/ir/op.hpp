@@ -96,6 +96,14 @@ struct InputRange {
   double hi = 3;
 };
 
+/// A typical call, for docs/ops.md: a function's parameters and the call,
+/// in IR text. tools/nimble-ops-doc prints it with the type it infers, and
+/// fails (so does the ops_doc test) if it does not type-check.
+struct OpExample {
+  std::string_view params;
+  std::string_view call;
+};
+
 struct OpDef {
   std::string_view name;
   /// Names of the arguments, in order; the op takes exactly this many.
@@ -111,6 +119,9 @@ struct OpDef {
   /// Set for the element-wise ops of one floating-point operand (exp, tanh,
   /// …): where tests draw it from.
   std::optional<InputRange> float_inputs;
+  /// What the op computes, in one sentence (docs/ops.md).
+  std::string_view summary;
+  OpExample example;
 };
 
 /// Installs the op table that all_ops and find_op read; called once, by the

@@ -295,7 +295,9 @@ const OpDef& add() {
                          .type_relation = &arithmetic<&add>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&add, &add_expr>,
-                         .reference = &add_kernel};
+                         .reference = &add_kernel,
+                         .summary = "a + b.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "add(%a, %b)"}};
   return def;
 }
 
@@ -306,7 +308,9 @@ const OpDef& sub() {
                          .type_relation = &arithmetic<&sub>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&sub, &sub_expr>,
-                         .reference = &sub_kernel};
+                         .reference = &sub_kernel,
+                         .summary = "a - b.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "sub(%a, %b)"}};
   return def;
 }
 
@@ -317,7 +321,9 @@ const OpDef& mul() {
                          .type_relation = &arithmetic<&mul>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&mul, &mul_expr>,
-                         .reference = &mul_kernel};
+                         .reference = &mul_kernel,
+                         .summary = "a * b.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "mul(%a, %b)"}};
   return def;
 }
 
@@ -328,7 +334,9 @@ const OpDef& div() {
                          .type_relation = &arithmetic<&div>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&div, &div_expr>,
-                         .reference = &div_kernel};
+                         .reference = &div_kernel,
+                         .summary = "a / b (an integer division by zero is an Error).",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "div(%a, %b)"}};
   return def;
 }
 
@@ -339,7 +347,9 @@ const OpDef& maximum() {
                          .type_relation = &arithmetic<&maximum>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&maximum, &binary_expr<te::BinaryOp::maximum>>,
-                         .reference = &extremum_kernel<true>};
+                         .reference = &extremum_kernel<true>,
+                         .summary = "The larger of a and b (NaN wins).",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "maximum(%a, %b)"}};
   return def;
 }
 
@@ -350,7 +360,9 @@ const OpDef& minimum() {
                          .type_relation = &arithmetic<&minimum>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&minimum, &binary_expr<te::BinaryOp::minimum>>,
-                         .reference = &extremum_kernel<false>};
+                         .reference = &extremum_kernel<false>,
+                         .summary = "The smaller of a and b (NaN wins).",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "minimum(%a, %b)"}};
   return def;
 }
 
@@ -361,7 +373,9 @@ const OpDef& power() {
                          .type_relation = &arithmetic<&power>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&power, &power_expr>,
-                         .reference = &power_kernel};
+                         .reference = &power_kernel,
+                         .summary = "a ^ b.",
+                         .example = {"%a: f32[n, 4], %b: f32[]", "power(%a, %b)"}};
   return def;
 }
 
@@ -372,7 +386,9 @@ const OpDef& equal() {
                          .type_relation = &comparison<&equal>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&equal, &binary_expr<te::BinaryOp::eq>>,
-                         .reference = &comparison_kernel<std::equal_to<>>};
+                         .reference = &comparison_kernel<std::equal_to<>>,
+                         .summary = "a == b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "equal(%a, %b)"}};
   return def;
 }
 
@@ -383,7 +399,9 @@ const OpDef& not_equal() {
                          .type_relation = &comparison<&not_equal>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&not_equal, &binary_expr<te::BinaryOp::ne>>,
-                         .reference = &comparison_kernel<std::not_equal_to<>>};
+                         .reference = &comparison_kernel<std::not_equal_to<>>,
+                         .summary = "a != b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "not_equal(%a, %b)"}};
   return def;
 }
 
@@ -394,7 +412,9 @@ const OpDef& less() {
                          .type_relation = &comparison<&less>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&less, &binary_expr<te::BinaryOp::lt>>,
-                         .reference = &comparison_kernel<std::less<>>};
+                         .reference = &comparison_kernel<std::less<>>,
+                         .summary = "a < b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "less(%a, %b)"}};
   return def;
 }
 
@@ -405,7 +425,9 @@ const OpDef& less_equal() {
                          .type_relation = &comparison<&less_equal>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&less_equal, &binary_expr<te::BinaryOp::le>>,
-                         .reference = &comparison_kernel<std::less_equal<>>};
+                         .reference = &comparison_kernel<std::less_equal<>>,
+                         .summary = "a <= b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "less_equal(%a, %b)"}};
   return def;
 }
 
@@ -416,7 +438,9 @@ const OpDef& greater() {
                          .type_relation = &comparison<&greater>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&greater, &binary_expr<te::BinaryOp::gt>>,
-                         .reference = &comparison_kernel<std::greater<>>};
+                         .reference = &comparison_kernel<std::greater<>>,
+                         .summary = "a > b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "greater(%a, %b)"}};
   return def;
 }
 
@@ -427,7 +451,9 @@ const OpDef& greater_equal() {
                          .type_relation = &comparison<&greater_equal>,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &binary_rule<&greater_equal, &binary_expr<te::BinaryOp::ge>>,
-                         .reference = &comparison_kernel<std::greater_equal<>>};
+                         .reference = &comparison_kernel<std::greater_equal<>>,
+                         .summary = "a >= b, as bool.",
+                         .example = {"%a: f32[n, 4], %b: f32[4]", "greater_equal(%a, %b)"}};
   return def;
 }
 
@@ -439,7 +465,9 @@ const OpDef& logical_and() {
       .type_relation = &logical<&logical_and>,
       .pattern = ir::OpPattern::broadcast,
       .compute = &binary_rule<&logical_and, &binary_expr<te::BinaryOp::logical_and>>,
-      .reference = &logical_and_kernel};
+      .reference = &logical_and_kernel,
+      .summary = "a and b, of bool tensors.",
+      .example = {"%a: bool[n, 4], %b: bool[4]", "logical_and(%a, %b)"}};
   return def;
 }
 
@@ -451,7 +479,9 @@ const OpDef& logical_or() {
       .type_relation = &logical<&logical_or>,
       .pattern = ir::OpPattern::broadcast,
       .compute = &binary_rule<&logical_or, &binary_expr<te::BinaryOp::logical_or>>,
-      .reference = &logical_or_kernel};
+      .reference = &logical_or_kernel,
+      .summary = "a or b, of bool tensors.",
+      .example = {"%a: bool[n, 4], %b: bool[4]", "logical_or(%a, %b)"}};
   return def;
 }
 
@@ -462,7 +492,10 @@ const OpDef& where() {
                          .type_relation = &where_relation,
                          .pattern = ir::OpPattern::broadcast,
                          .compute = &where_rule,
-                         .reference = &where_kernel};
+                         .reference = &where_kernel,
+                         .summary = "x where cond holds, else y; all three broadcast.",
+                         .example = {"%cond: bool[n, 4], %x: f32[n, 4], %y: f32[]",
+                                     "where(%cond, %x, %y)"}};
   return def;
 }
 

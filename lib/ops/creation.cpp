@@ -290,7 +290,9 @@ const OpDef& zeros() {
                          .type_relation = &filled<&zeros>,
                          .pattern = ir::OpPattern::injective,
                          .compute = &constant_rule<&zeros, 0>,
-                         .reference = &constant_kernel<&zeros, 0>};
+                         .reference = &constant_kernel<&zeros, 0>,
+                         .summary = "A tensor of zeros of a run-time shape.",
+                         .example = {"%shape: i64[2]", "zeros(%shape, dtype=f32)"}};
   return def;
 }
 
@@ -301,7 +303,9 @@ const OpDef& ones() {
                          .type_relation = &filled<&ones>,
                          .pattern = ir::OpPattern::injective,
                          .compute = &constant_rule<&ones, 1>,
-                         .reference = &constant_kernel<&ones, 1>};
+                         .reference = &constant_kernel<&ones, 1>,
+                         .summary = "A tensor of ones of a run-time shape.",
+                         .example = {"%shape: i64[2]", "ones(%shape, dtype=f32)"}};
   return def;
 }
 
@@ -312,7 +316,10 @@ const OpDef& full() {
                          .type_relation = &filled<&full>,
                          .pattern = ir::OpPattern::injective,
                          .compute = &full_rule,
-                         .reference = &full_kernel};
+                         .reference = &full_kernel,
+                         .summary = "A tensor of a run-time shape filled with a scalar value.",
+                         .example = {"%shape: i64[2], %value: f32[]",
+                                     "full(%shape, %value, dtype=f32)"}};
   return def;
 }
 
@@ -323,7 +330,10 @@ const OpDef& arange() {
                          .type_relation = &arange_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &arange_rule,
-                         .reference = &arange_kernel};
+                         .reference = &arange_kernel,
+                         .summary = "start, start + step, ... up to stop (excluded), of the "
+                                    "scalars' dtype.",
+                         .example = {"%stop: i64[]", "arange(0i64, %stop, 1i64)"}};
   return def;
 }
 
@@ -336,7 +346,10 @@ const OpDef& nonzero() {
                          .type_relation = &nonzero_relation,
                          .pattern = ir::OpPattern::opaque,
                          .compute = nullptr,
-                         .reference = &nonzero_kernel};
+                         .reference = &nonzero_kernel,
+                         .summary = "The indices of the nonzero elements (NaN counts), row-major: "
+                                    "i64[count, rank].",
+                         .example = {"%x: f32[n, 4]", "nonzero(%x)"}};
   return def;
 }
 
@@ -348,7 +361,9 @@ const OpDef& shape_of() {
                          .type_relation = &shape_of_relation,
                          .pattern = ir::OpPattern::opaque,
                          .compute = nullptr,
-                         .reference = &shape_of_kernel};
+                         .reference = &shape_of_kernel,
+                         .summary = "The shape of x at run time: i64[rank].",
+                         .example = {"%x: f32[n, 4]", "shape_of(%x)"}};
   return def;
 }
 

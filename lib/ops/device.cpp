@@ -53,7 +53,10 @@ const OpDef& device_copy() {
                          .type_relation = &device_copy_relation,
                          .pattern = ir::OpPattern::opaque,
                          .compute = nullptr,
-                         .reference = &device_copy_kernel};
+                         .reference = &device_copy_kernel,
+                         .summary = "x copied from device `src` to device `dst`.",
+                         .example = {"%x: f32[n, 4]",
+                                     "device_copy(%x, src=\"cpu\", dst=\"cuda:0\")"}};
   return def;
 }
 

@@ -145,7 +145,8 @@ std::vector<te::Tensor> cast_rule(std::span<const te::Tensor> inputs, const ir::
 // and rounds once, the rule is `Rule` over te expressions, and the tests
 // draw x from `inputs` (ir::InputRange).
 template <const OpDef& (*Op)(), double (*Ref)(double), te::Expr (*Rule)(te::Expr)>
-OpDef floating_op(std::string_view name, ir::InputRange inputs = {}) {
+OpDef floating_op(std::string_view name, std::string_view summary, ir::OpExample example,
+                  ir::InputRange inputs = {}) {
   return {.name = name,
           .arg_names = kX,
           .attrs = {},
@@ -153,7 +154,9 @@ OpDef floating_op(std::string_view name, ir::InputRange inputs = {}) {
           .pattern = ir::OpPattern::elementwise,
           .compute = &unary_rule<Op, Rule>,
           .reference = &floating_kernel<Ref>,
-          .float_inputs = inputs};
+          .float_inputs = inputs,
+          .summary = summary,
+          .example = example};
 }
 
 }  // namespace
@@ -165,7 +168,9 @@ const OpDef& neg() {
                          .type_relation = &numeric_unary<&neg>,
                          .pattern = ir::OpPattern::elementwise,
                          .compute = &unary_rule<&neg, &te::neg>,
-                         .reference = &neg_kernel};
+                         .reference = &neg_kernel,
+                         .summary = "-x.",
+                         .example = {"%x: f32[n, 4]", "neg(%x)"}};
   return def;
 }
 
@@ -176,7 +181,9 @@ const OpDef& abs() {
                          .type_relation = &numeric_unary<&abs>,
                          .pattern = ir::OpPattern::elementwise,
                          .compute = &unary_rule<&abs, &te::abs>,
-                         .reference = &abs_kernel};
+                         .reference = &abs_kernel,
+                         .summary = "|x|.",
+                         .example = {"%x: i32[n, 4]", "abs(%x)"}};
   return def;
 }
 
@@ -188,7 +195,9 @@ const OpDef& cast() {
                          .type_relation = &cast_relation,
                          .pattern = ir::OpPattern::elementwise,
                          .compute = &cast_rule,
-                         .reference = &cast_kernel};
+                         .reference = &cast_kernel,
+                         .summary = "x converted to `dtype`.",
+                         .example = {"%x: f32[n, 4]", "cast(%x, dtype=i32)"}};
   return def;
 }
 
@@ -199,7 +208,9 @@ const OpDef& logical_not() {
                          .type_relation = &logical_not_relation,
                          .pattern = ir::OpPattern::elementwise,
                          .compute = &unary_rule<&logical_not, &te::logical_not>,
-                         .reference = &logical_not_kernel};
+                         .reference = &logical_not_kernel,
+                         .summary = "Logical not of a bool tensor.",
+                         .example = {"%x: bool[n, 4]", "logical_not(%x)"}};
   return def;
 }
 
@@ -208,37 +219,56 @@ const OpDef& logical_not() {
 
 static double exp_fn(double x) { return std::exp(x); }
 const OpDef& exp() {
-  static const OpDef def = floating_op<&exp, &exp_fn, &te::exp>("exp");
+  static const OpDef def =
+      floating_op<&exp, &exp_fn, &te::exp>("exp", "e^x.", {"%x: f32[n, 4]", "exp(%x)"});
   return def;
 }
 
-static double log_fn(double x) { return std::log(x); }
+static double log_fn(double x) {
+  return std::log(x);
+}
 const OpDef& log() {
-  static const OpDef def = floating_op<&log, &log_fn, &te::log>("log", {.lo = -1, .hi = 10});
+  static const OpDef def =
+      floating_op<&log, &log_fn, &te::log>("log", "The natural logarithm (NaN below 0, -inf at 0).",
+                                           {"%x: f32[n, 4]", "log(%x)"}, {.lo = -1, .hi = 10});
   return def;
 }
 
-static double log1p_fn(double x) { return std::log1p(x); }
+static double log1p_fn(double x) {
+  return std::log1p(x);
+}
 const OpDef& log1p() {
-  static const OpDef def = floating_op<&log1p, &log1p_fn, &te::log1p>("log1p", {.lo = -1, .hi = 10});
+  static const OpDef def = floating_op<&log1p, &log1p_fn, &te::log1p>(
+      "log1p", "log(1 + x), accurate where x is tiny.", {"%x: f32[n, 4]", "log1p(%x)"},
+      {.lo = -1, .hi = 10});
   return def;
 }
 
-static double sqrt_fn(double x) { return std::sqrt(x); }
+static double sqrt_fn(double x) {
+  return std::sqrt(x);
+}
 const OpDef& sqrt() {
-  static const OpDef def = floating_op<&sqrt, &sqrt_fn, &te::sqrt>("sqrt", {.lo = -1, .hi = 10});
+  static const OpDef def =
+      floating_op<&sqrt, &sqrt_fn, &te::sqrt>("sqrt", "The square root (NaN below 0).",
+                                              {"%x: f32[n, 4]", "sqrt(%x)"}, {.lo = -1, .hi = 10});
   return def;
 }
 
-static double rsqrt_fn(double x) { return 1.0 / std::sqrt(x); }
+static double rsqrt_fn(double x) {
+  return 1.0 / std::sqrt(x);
+}
 const OpDef& rsqrt() {
-  static const OpDef def = floating_op<&rsqrt, &rsqrt_fn, &te::rsqrt>("rsqrt", {.lo = -1, .hi = 10});
+  static const OpDef def = floating_op<&rsqrt, &rsqrt_fn, &te::rsqrt>(
+      "rsqrt", "1 / sqrt(x).", {"%x: f32[n, 4]", "rsqrt(%x)"}, {.lo = -1, .hi = 10});
   return def;
 }
 
-static double tanh_fn(double x) { return std::tanh(x); }
+static double tanh_fn(double x) {
+  return std::tanh(x);
+}
 const OpDef& tanh() {
-  static const OpDef def = floating_op<&tanh, &tanh_fn, &te::tanh>("tanh");
+  static const OpDef def = floating_op<&tanh, &tanh_fn, &te::tanh>(
+      "tanh", "The hyperbolic tangent.", {"%x: f32[n, 4]", "tanh(%x)"});
   return def;
 }
 
@@ -248,21 +278,27 @@ static double sigmoid_fn(double x) {
   return e / (1.0 + e);
 }
 const OpDef& sigmoid() {
-  static const OpDef def = floating_op<&sigmoid, &sigmoid_fn, &te::sigmoid>("sigmoid");
+  static const OpDef def = floating_op<&sigmoid, &sigmoid_fn, &te::sigmoid>(
+      "sigmoid", "1 / (1 + e^-x).", {"%x: f32[n, 4]", "sigmoid(%x)"});
   return def;
 }
 
-static double relu_fn(double x) { return x < 0 ? 0.0 : x; }  // NaN stays NaN
+static double relu_fn(double x) {
+  return x < 0 ? 0.0 : x;
+}  // NaN stays NaN
 static te::Expr relu_expr(te::Expr x) {
   const te::Expr zero = te::constant(x.dtype(), 0);
   return te::select(x < 0, zero, x);  // NaN < 0 is false: NaN stays
 }
 const OpDef& relu() {
-  static const OpDef def = floating_op<&relu, &relu_fn, &relu_expr>("relu");
+  static const OpDef def =
+      floating_op<&relu, &relu_fn, &relu_expr>("relu", "max(x, 0).", {"%x: f32[n, 4]", "relu(%x)"});
   return def;
 }
 
-static double gelu_fn(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+static double gelu_fn(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 // Below f64, x/√2 as x·(1/√2): a multiply, not a division (a 16-lane
 // division issues once every 10-16 cycles on AVX-512, much of GELU's time:
 // over [200, 768] 0.105 -> 0.095-0.101 ms). The rounded reciprocal errs as
@@ -274,13 +310,17 @@ static te::Expr gelu_expr(te::Expr x) {
   return 0.5 * x * (1.0 + te::erf(t));
 }
 const OpDef& gelu() {
-  static const OpDef def = floating_op<&gelu, &gelu_fn, &gelu_expr>("gelu");
+  static const OpDef def = floating_op<&gelu, &gelu_fn, &gelu_expr>(
+      "gelu", "x * Phi(x), in the erf form.", {"%x: f32[n, 4]", "gelu(%x)"});
   return def;
 }
 
-static double erf_fn(double x) { return std::erf(x); }
+static double erf_fn(double x) {
+  return std::erf(x);
+}
 const OpDef& erf() {
-  static const OpDef def = floating_op<&erf, &erf_fn, &te::erf>("erf");
+  static const OpDef def = floating_op<&erf, &erf_fn, &te::erf>("erf", "The error function.",
+                                                                {"%x: f32[n, 4]", "erf(%x)"});
   return def;
 }
 
@@ -288,13 +328,17 @@ const OpDef& erf() {
 // never overflows, for large |x| the log term vanishes (x, or 0) instead of
 // log(inf), and log1p keeps the small results far below 0 accurate. NaN
 // stays NaN.
-static double softplus_fn(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
+static double softplus_fn(double x) {
+  return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
+}
 static te::Expr softplus_expr(te::Expr x) {
   const te::Expr zero = te::constant(x.dtype(), 0);
   return te::select(x < 0, zero, x) + te::log1p(te::exp(-te::abs(x)));
 }
 const OpDef& softplus() {
-  static const OpDef def = floating_op<&softplus, &softplus_fn, &softplus_expr>("softplus", {.lo = -30, .hi = 30});
+  static const OpDef def = floating_op<&softplus, &softplus_fn, &softplus_expr>(
+      "softplus", "log(1 + e^x), computed without overflow.", {"%x: f32[n, 4]", "softplus(%x)"},
+      {.lo = -30, .hi = 30});
   return def;
 }
 

@@ -363,7 +363,11 @@ const OpDef& dense() {
                          .type_relation = &dense_relation,
                          .pattern = ir::OpPattern::out_elemwise_fusable,
                          .compute = &dense_rule,
-                         .reference = &dense_kernel};
+                         .reference = &dense_kernel,
+                         .summary = "x . weight^T + bias, weight stored [out, in] (PyTorch's "
+                                    "Linear).",
+                         .example = {"%x: f32[n, 768], %w: f32[3072, 768], %b: f32[3072]",
+                                     "dense(%x, %w, %b)"}};
   return def;
 }
 
@@ -374,7 +378,10 @@ const OpDef& matmul() {
                          .type_relation = &matmul_relation,
                          .pattern = ir::OpPattern::out_elemwise_fusable,
                          .compute = &matmul_rule<&matmul>,
-                         .reference = &matmul_kernel<&matmul>};
+                         .reference = &matmul_kernel<&matmul>,
+                         .summary = "a . b over the last two dims (each optionally transposed).",
+                         .example = {"%a: f32[n, 64], %b: f32[64, 32]",
+                                     "matmul(%a, %b, transpose_a=false, transpose_b=false)"}};
   return def;
 }
 
@@ -385,7 +392,10 @@ const OpDef& batch_matmul() {
                          .type_relation = &batch_matmul_relation,
                          .pattern = ir::OpPattern::out_elemwise_fusable,
                          .compute = &matmul_rule<&batch_matmul>,
-                         .reference = &matmul_kernel<&batch_matmul>};
+                         .reference = &matmul_kernel<&batch_matmul>,
+                         .summary = "a . b per batch: [B, m, k] . [B, k, n]; B broadcasts.",
+                         .example = {"%a: f32[12, n, 64], %b: f32[12, n, 64]",
+                                     "batch_matmul(%a, %b, transpose_a=false, transpose_b=true)"}};
   return def;
 }
 

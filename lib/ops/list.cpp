@@ -151,7 +151,9 @@ const OpDef& stack() {
                          .type_relation = &stack_relation,
                          .pattern = ir::OpPattern::opaque,
                          .compute = nullptr,
-                         .reference = &stack_kernel};
+                         .reference = &stack_kernel,
+                         .summary = "The tensors of a List, first first, stacked along a new axis.",
+                         .example = {"%l: List<f32[4]>", "stack(%l, axis=0)"}};
   return def;
 }
 
@@ -162,7 +164,11 @@ const OpDef& dynamic_update_slice() {
                          .type_relation = &dynamic_update_slice_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &dynamic_update_slice_rule,
-                         .reference = &dynamic_update_slice_kernel};
+                         .reference = &dynamic_update_slice_kernel,
+                         .summary = "dest with update written at rows [offset, offset + rows) of "
+                                    "axis 0.",
+                         .example = {"%dest: f32[n, 4], %update: f32[2, 4], %offset: i64[]",
+                                     "dynamic_update_slice(%dest, %update, %offset)"}};
   return def;
 }
 

@@ -544,7 +544,9 @@ const OpDef& sum() {
                          .type_relation = &reduction<&sum, false>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &sum_rule<&sum>,
-                         .reference = &sum_like_kernel<&sum, ref::Accepts::numeric>};
+                         .reference = &sum_like_kernel<&sum, ref::Accepts::numeric>,
+                         .summary = "The sum over `axes` (all if empty).",
+                         .example = {"%x: f32[n, 4]", "sum(%x, axes=[1], keepdims=false)"}};
   return def;
 }
 
@@ -555,7 +557,9 @@ const OpDef& mean() {
                          .type_relation = &reduction<&mean, true>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &sum_rule<&mean>,
-                         .reference = &sum_like_kernel<&mean, ref::Accepts::floating>};
+                         .reference = &sum_like_kernel<&mean, ref::Accepts::floating>,
+                         .summary = "The mean over `axes` (all if empty).",
+                         .example = {"%x: f32[n, 4]", "mean(%x, axes=[1], keepdims=true)"}};
   return def;
 }
 
@@ -566,7 +570,10 @@ const OpDef& max() {
                          .type_relation = &reduction<&max, false>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &extremum_rule<&max, true>,
-                         .reference = &extremum_kernel<&max, true>};
+                         .reference = &extremum_kernel<&max, true>,
+                         .summary = "The maximum over `axes` (all if empty); an empty extent is "
+                                    "an Error.",
+                         .example = {"%x: f32[n, 4]", "max(%x, axes=[0], keepdims=false)"}};
   return def;
 }
 
@@ -577,7 +584,10 @@ const OpDef& min() {
                          .type_relation = &reduction<&min, false>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &extremum_rule<&min, false>,
-                         .reference = &extremum_kernel<&min, false>};
+                         .reference = &extremum_kernel<&min, false>,
+                         .summary = "The minimum over `axes` (all if empty); an empty extent is "
+                                    "an Error.",
+                         .example = {"%x: f32[n, 4]", "min(%x, axes=[0], keepdims=false)"}};
   return def;
 }
 
@@ -590,7 +600,10 @@ const OpDef& argmax() {
                          .type_relation = &argmax_relation,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &argmax_rule,
-                         .reference = &argmax_kernel};
+                         .reference = &argmax_kernel,
+                         .summary = "The first index of the maximum along `axis` (NaN counts as "
+                                    "maximal), as i64.",
+                         .example = {"%x: f32[n, 4]", "argmax(%x, axis=1, keepdims=false)"}};
   return def;
 }
 
@@ -601,7 +614,9 @@ const OpDef& softmax() {
                          .type_relation = &softmax_like<&softmax>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &softmax_rule<false>,
-                         .reference = &softmax_kernel<false>};
+                         .reference = &softmax_kernel<false>,
+                         .summary = "e^x / sum(e^x) along `axis`, stable for large x.",
+                         .example = {"%x: f32[n, 4]", "softmax(%x, axis=-1)"}};
   return def;
 }
 
@@ -612,7 +627,9 @@ const OpDef& log_softmax() {
                          .type_relation = &softmax_like<&log_softmax>,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &softmax_rule<true>,
-                         .reference = &softmax_kernel<true>};
+                         .reference = &softmax_kernel<true>,
+                         .summary = "x - log(sum(e^x)) along `axis`, stable for large x.",
+                         .example = {"%x: f32[n, 4]", "log_softmax(%x, axis=-1)"}};
   return def;
 }
 
@@ -625,7 +642,11 @@ const OpDef& layer_norm() {
                          .type_relation = &layer_norm_relation,
                          .pattern = ir::OpPattern::reduction,
                          .compute = &layer_norm_rule,
-                         .reference = &layer_norm_kernel};
+                         .reference = &layer_norm_kernel,
+                         .summary = "(x - mean) / sqrt(var + epsilon) * gamma + beta over the "
+                                    "last axis.",
+                         .example = {"%x: f32[n, 768], %gamma: f32[768], %beta: f32[768]",
+                                     "layer_norm(%x, %gamma, %beta, epsilon=1e-12)"}};
   return def;
 }
 

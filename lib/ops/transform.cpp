@@ -1045,7 +1045,10 @@ const OpDef& reshape() {
                          .type_relation = &reshape_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &reshape_rule,
-                         .reference = &reshape_kernel};
+                         .reference = &reshape_kernel,
+                         .summary = "The same elements in `newshape` (-1 infers one dim, 0 copies "
+                                    "the input dim).",
+                         .example = {"%x: f32[n, 768]", "reshape(%x, newshape=[0, 12, 64])"}};
   return def;
 }
 
@@ -1058,7 +1061,9 @@ const OpDef& transpose() {
                          .type_relation = &transpose_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &transpose_rule,
-                         .reference = &transpose_kernel};
+                         .reference = &transpose_kernel,
+                         .summary = "Dims permuted by `axes` (reversed if empty).",
+                         .example = {"%x: f32[n, 12, 64]", "transpose(%x, axes=[1, 0, 2])"}};
   return def;
 }
 
@@ -1070,7 +1075,9 @@ const OpDef& expand_dims() {
                          .type_relation = &expand_dims_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &expand_dims_rule,
-                         .reference = &expand_dims_kernel};
+                         .reference = &expand_dims_kernel,
+                         .summary = "A dim of extent 1 inserted at `axis`.",
+                         .example = {"%x: f32[n]", "expand_dims(%x, axis=1)"}};
   return def;
 }
 
@@ -1083,7 +1090,9 @@ const OpDef& squeeze() {
                          .type_relation = &squeeze_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &squeeze_rule,
-                         .reference = &squeeze_kernel};
+                         .reference = &squeeze_kernel,
+                         .summary = "Dims of extent 1 at `axes` removed (every static 1 if empty).",
+                         .example = {"%x: f32[n, 1, 4]", "squeeze(%x, axes=[1])"}};
   return def;
 }
 
@@ -1095,7 +1104,10 @@ const OpDef& concatenate() {
                          .type_relation = &concatenate_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &concatenate_rule,
-                         .reference = &concatenate_kernel};
+                         .reference = &concatenate_kernel,
+                         .summary = "The tensors of a tuple joined along `axis`.",
+                         .example = {"%a: f32[n, 4], %b: f32[n, 2]",
+                                     "concatenate((%a, %b), axis=1)"}};
   return def;
 }
 
@@ -1110,7 +1122,10 @@ const OpDef& split() {
                          .type_relation = &split_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &split_rule,
-                         .reference = &split_kernel};
+                         .reference = &split_kernel,
+                         .summary = "`sections` equal parts (or parts at `indices`) along `axis`: "
+                                    "a tuple.",
+                         .example = {"%x: f32[n, 12]", "split(%x, sections=3, axis=1)"}};
   return def;
 }
 
@@ -1126,7 +1141,10 @@ const OpDef& strided_slice() {
                          .type_relation = &strided_slice_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &strided_slice_rule,
-                         .reference = &strided_slice_kernel};
+                         .reference = &strided_slice_kernel,
+                         .summary = "x[begin:end:strides] with static bounds.",
+                         .example = {"%x: f32[n, 8]",
+                                     "strided_slice(%x, begin=[0, 2], end=[1, 6])"}};
   return def;
 }
 
@@ -1137,7 +1155,11 @@ const OpDef& dynamic_strided_slice() {
                          .type_relation = &dynamic_strided_slice_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &dynamic_strided_slice_rule,
-                         .reference = &dynamic_strided_slice_kernel};
+                         .reference = &dynamic_strided_slice_kernel,
+                         .summary = "x[begin:end] with bounds known at run time: the sliced dims "
+                                    "are Any.",
+                         .example = {"%x: f32[n, 8], %begin: i64[2], %end: i64[2]",
+                                     "dynamic_strided_slice(%x, %begin, %end)"}};
   return def;
 }
 
@@ -1149,7 +1171,11 @@ const OpDef& take() {
                          .type_relation = &take_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &take_rule,
-                         .reference = &take_kernel};
+                         .reference = &take_kernel,
+                         .summary = "The elements of data at indices along `axis` (a scalar index "
+                                    "drops the axis).",
+                         .example = {"%data: f32[n, 4], %indices: i64[k]",
+                                     "take(%data, %indices, axis=0)"}};
   return def;
 }
 
@@ -1160,7 +1186,10 @@ const OpDef& embedding() {
                          .type_relation = &embedding_relation,
                          .pattern = ir::OpPattern::injective,
                          .compute = &embedding_rule,
-                         .reference = &embedding_kernel};
+                         .reference = &embedding_kernel,
+                         .summary = "Rows of table at ids: [V, D] at [...] -> [..., D].",
+                         .example = {"%table: f32[30522, 768], %ids: i64[n]",
+                                     "embedding(%table, %ids)"}};
   return def;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/tiered_kernel.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -7,6 +9,7 @@
 #include "runtime/background_compiler.hpp"
 #include "runtime/bucket_code.hpp"
 #include "runtime/stats_counters.hpp"
+#include "support/log.hpp"
 
 namespace nimble {
 namespace {
@@ -89,8 +92,14 @@ class TieredKernel final : public Kernel {
       for (std::uint32_t s = 0; s < n; ++s)
         if (slots_[s].key == key) return *generic_;  // another thread added it: compiling
       if (n >= limit_) {
-        full_.store(true, std::memory_order_relaxed);
         stats::count_bucket_over_limit();
+        // Once per kernel: the first call past the limit says so.
+        if (!full_.exchange(true, std::memory_order_relaxed))
+          detail::log(LogLevel::warning, fmt::format(
+            "kernel {}: called in more than {} shape buckets; calls in further buckets run its generic "
+            "kernel, which is slower. Raise KernelCacheOptions::buckets.max_specialized_per_function, "
+            "or coarsen the buckets (BucketPolicy::exact_up_to, max_multiple)",
+            prim_.name, limit_));
         return *generic_;
       }
       slot = &slots_[n];

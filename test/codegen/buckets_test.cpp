@@ -15,8 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "codegen/cpu/cpu_kernel.hpp"
 #include "codegen/kernel_ir.hpp"
@@ -25,6 +29,7 @@
 #include "nimble/compile.hpp"
 #include "nimble/interpreter.hpp"
 #include "nimble/runtime/stats.hpp"
+#include "nimble/support/log.hpp"
 #include "nimble/vm/virtual_machine.hpp"
 #include "ops/ops.hpp"
 #include "runtime/background_compiler.hpp"
@@ -38,6 +43,28 @@ using namespace nimble::testing;
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+// The log lines nimble sends while it lives (nimble/support/log.hpp).
+class LogCapture {
+ public:
+  LogCapture() {
+    set_log_sink([this](LogLevel, std::string_view message) {
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(message);
+    });
+  }
+  ~LogCapture() { set_log_sink({}); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::vector<std::string> lines() {
+    const std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
 
 KernelCacheOptions options(bool background, std::uint32_t limit = 8, std::string disk = {}) {
   KernelCacheOptions o;
@@ -184,6 +211,7 @@ TEST_CASE("buckets: each new bucket is specialized once, before the call or in t
   const ir::Module m = sigmoid_module();
   SECTION("synchronous, up to the limit, then the generic kernel serves") {
     ScopedCacheOptions scope(options(false, 2));
+    LogCapture log;
     vm::VirtualMachine machine(compile(m));
     check_matches(machine, m, rows(2));
     const std::uint64_t first_launches = engine_stats().kernel_launches;
@@ -198,6 +226,11 @@ TEST_CASE("buckets: each new bucket is specialized once, before the call or in t
     s = engine_stats();
     CHECK(s.specialized_compiled == 2);
     CHECK(s.buckets_over_limit == 2);
+    // One line, the first time past the limit, naming the policy to raise.
+    const std::vector<std::string> logged = log.lines();
+    REQUIRE(logged.size() == 1);
+    CHECK_THAT(logged[0], Catch::Contains("called in more than 2 shape buckets") &&
+                              Catch::Contains("max_specialized_per_function"));
     std::multiset<std::pair<std::string, std::string>> want;
     for (const auto& [name, bucket] : compilations()) want.insert({name, bucket});
     CHECK(want.size() == 3);

@@ -7,13 +7,18 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <limits>
 
 #include "models/bert.hpp"
 #include "models/lstm.hpp"
 #include "models/tree_lstm.hpp"
+#include "nimble/compile.hpp"
+#include "nimble/interpreter.hpp"
+#include "nimble/vm/virtual_machine.hpp"
 #include "support/tensor_matchers.hpp"
 
 using namespace nimble;
+using nimble::testing::IsCloseTo;
 
 namespace {
 
@@ -290,4 +295,86 @@ TEST_CASE("errors in calls and numbers name the user's line", "[ir]") {
   CHECK_THROWS_WITH(
       b.def("h", {{"i", i64({2})}}, [](Expr i) { return i * 0.5; }),
       Catch::Matchers::StartsWith("the number 0.5 cannot be used with a i64 tensor"));
+}
+
+TEST_CASE("numbers mix with tensors on either side, dim() reads a run-time dim, loop counts of any integer dtype",
+          "[ir]") {
+  Builder b;
+  const Dim n{"n"};
+  b.entry(b.def("f", {{"z", f32({n})}}, [](Expr z) {
+    Expr half_complement = 2.0 * (1.0 - z) / 4.0;  // (1 - z) / 2
+    Expr inverse = 3.0 / (z + 2.0);
+    Expr picked = where(0.0 < z, half_complement, inverse);
+    return tuple({picked + cast(z >= 1.5, DType::f32), dim(z, 0), dim(z, -1)});
+  }));
+  b.entry(b.def("g", {{"k", i32({})}, {"x", f32({2})}}, [](Expr k, Expr x) {
+    auto [y] = foreach_(k, std::array<Expr, 1>{x},
+                        [](Expr, std::array<Expr, 1> s) { return std::array<Expr, 1>{s[0] * 2.0}; });
+    return y;
+  }));
+  const ir::Module m = b.build();
+  check_round_trip(m);
+  CHECK(type_of(m, "f") == "fn(f32[n]) -> (f32[n], i64[], i64[])");
+
+  const std::vector<Value> z{Tensor::from_data<float>({3}, {-1.0f, 0.5f, 2.0f})};
+  const std::vector<Value> g_args{Tensor::scalar<std::int32_t>(3), Tensor::from_data<float>({2}, {1.0f, -0.5f})};
+  vm::VirtualMachine machine(compile(m));
+  for (const Value& out : {evaluate(m, "f", z), machine.invoke("f", z)}) {
+    // z = -1: 3 / (z + 2) = 3; z = 0.5: (1 - z) / 2 = 0.25; z = 2: (1 - z) / 2 + 1 = 0.5.
+    CHECK_THAT(out[0].tensor(), IsCloseTo(Tensor::from_data<float>({3}, {3.0f, 0.25f, 0.5f})));
+    CHECK(out[1].tensor().at<std::int64_t>({}) == 3);
+    CHECK(out[2].tensor().at<std::int64_t>({}) == 3);
+  }
+  for (const Value& out : {evaluate(m, "g", g_args), machine.invoke("g", g_args)})
+    CHECK_THAT(out.tensor(), IsCloseTo(Tensor::from_data<float>({2}, {8.0f, -4.0f})));
+
+  Builder bad;
+  CHECK_THROWS_WITH(bad.def("h", {{"x", f32({2})}}, [](Expr x) { return dim(x, 2); }),
+                    Catch::Contains("dim: axis 2 is out of range for a tensor of rank 1 (f32[2])"));
+  CHECK_THROWS_WITH(bad.def("k", {{"c", f32({})}, {"x", f32({2})}},
+                            [](Expr c, Expr x) {
+                              auto [y] = foreach_(c, std::array<Expr, 1>{x},
+                                                  [](Expr, std::array<Expr, 1> s) { return s; });
+                              return y;
+                            }),
+                    Catch::Contains("foreach_: the count must be an integer scalar (i64[], i32[], ...), got f32[]"));
+}
+
+TEST_CASE("argmax and argmin of a vector are i64 scalars; argmin reverses the order without overflow", "[ir]") {
+  Builder b;
+  const Dim n{"n"};
+  b.entry(b.def("f", {{"x", f32({n})}}, [](Expr x) { return tuple({argmax(x, 0), argmin(x, 0)}); }));
+  b.entry(b.def("g", {{"k", i32({4})}}, [](Expr k) { return tuple({argmin(k, 0), argmin(k, 0, true)}); }));
+  const ir::Module m = b.build();
+  check_round_trip(m);
+  CHECK(type_of(m, "f") == "fn(f32[n]) -> (i64[], i64[])");
+  CHECK(type_of(m, "g") == "fn(i32[4]) -> (i64[], i64[1])");
+  const std::vector<Value> x{Tensor::from_data<float>({5}, {2.0f, -3.0f, 7.0f, -3.0f, 7.0f})};
+  const std::vector<Value> k{Tensor::from_data<std::int32_t>(
+      {4}, {5, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max(), -1})};
+  vm::VirtualMachine machine(compile(m));
+  for (const Value& out : {evaluate(m, "f", x), machine.invoke("f", x)}) {
+    CHECK(out[0].tensor().at<std::int64_t>({}) == 2);  // the first of two maxima
+    CHECK(out[1].tensor().at<std::int64_t>({}) == 1);  // the first of two minima
+  }
+  for (const Value& out : {evaluate(m, "g", k), machine.invoke("g", k)}) {
+    CHECK(out[0].tensor().at<std::int64_t>({}) == 1);
+    CHECK(out[1].tensor().at<std::int64_t>({0}) == 1);
+  }
+}
+
+TEST_CASE("nonzero gives the indices of the nonzero elements, however many", "[ir]") {
+  Builder b;
+  const Dim n{"n"};
+  b.entry(b.def("f", {{"x", f32({n, 2})}}, [](Expr x) { return nonzero(x); }));
+  const ir::Module m = b.build();
+  check_round_trip(m);
+  CHECK(type_of(m, "f") == "fn(f32[n, 2]) -> i64[?, 2]");
+  const std::vector<Value> x{Tensor::from_data<float>({3, 2}, {0.0f, 3.0f, 0.0f, 0.0f, -1.0f, 0.5f})};
+  const Tensor expected = Tensor::from_data<std::int64_t>({3, 2}, {0, 1, 2, 0, 2, 1});
+  vm::VirtualMachine machine(compile(m));
+  for (const Value& out : {evaluate(m, "f", x), machine.invoke("f", x)}) {
+    REQUIRE(out.tensor().shape() == expected.shape());
+    CHECK_THAT(out.tensor(), IsCloseTo(expected));
+  }
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <span>
 #include <vector>
 
 #include "support/tensor_matchers.hpp"
@@ -77,6 +78,14 @@ TEST_CASE("borrowed memory is viewed, not copied, and never freed", "[runtime]")
   const auto after = cpu_allocator().stats();
   CHECK(after.live_bytes == before.live_bytes);
   CHECK(host[5] == 50.0f);
+
+  // Const memory borrows too (for arguments, which nimble only reads).
+  const std::vector<std::int32_t> constant{7, 8, 9};
+  const Tensor c = Tensor::borrow({3}, std::span<const std::int32_t>(constant));
+  CHECK(c.dtype() == DType::i32);
+  CHECK(c.is_borrowed());
+  CHECK(c.raw_data() == constant.data());
+  CHECK(c.at<std::int32_t>({2}) == 9);
 }
 
 TEST_CASE("bad borrowed memory is an error", "[runtime]") {

@@ -61,10 +61,15 @@ class Tensor {
   /// A tensor over host memory that the caller owns: no copy, never freed by
   /// nimble. The caller keeps `memory` alive as long as the tensor (or any
   /// copy or view of it) is used. `memory` must hold shape.numel() elements.
+  /// Memory of const T is for arguments: nimble never writes a tensor it is
+  /// given (VirtualMachine::invoke, evaluate and kernels write only tensors
+  /// they allocate), and the caller promises not to write through the
+  /// tensor's mutable accessors either.
   template <class T>
-    requires(!std::is_const_v<T>)
   [[nodiscard]] static Tensor borrow(Shape shape, std::span<T> memory) {
-    return borrow_bytes(std::move(shape), dtype_of<T>, static_cast<void*>(memory.data()),
+    using Element = std::remove_const_t<T>;
+    return borrow_bytes(std::move(shape), dtype_of<Element>,
+                        const_cast<Element*>(memory.data()),  // see above: never written
                         memory.size_bytes());
   }
   /// As borrow(), for untyped memory; `data` must be aligned to dtype_size(dtype).
