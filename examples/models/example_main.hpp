@@ -1,5 +1,6 @@
 // The command line shared by the model examples:
-//   <model> [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--report] [--dot] [size ...]
+//   <model> [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--trace <file.json>] [--report] [--dot]
+//           [size ...]
 // builds the model, and for every size (all of the workload's sizes when
 // none is given) generates its inputs, runs it and prints the checksum line
 // of bench/README.md. The model runs on the bytecode VM;
@@ -7,7 +8,9 @@
 // the typed IR first; --dump-after=<step> prints the module after that
 // step of the compiler's pipeline (CompileOptions::dump_after: a pass's IR,
 // or a bytecode step's listing; `all` for every step) to stderr; --profile prints the VM's profile (time per primitive
-// function, count per instruction) after the runs; --report prints the
+// function, count per instruction) after the runs; --trace writes a Chrome
+// trace of everything from the compile on (nimble/runtime/trace.hpp: open it
+// in ui.perfetto.dev or chrome://tracing); --report prints the
 // compile report (per function: kernels before and after fusion, the fused
 // kernels, allocations, the planned arena against its lower bound); --dot
 // prints the fused program as a Graphviz digraph.
@@ -58,9 +61,14 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
                                                  {"--report", &report},
                                                  {"--dot", &dot}};
   std::string dump_after;
+  std::string trace_file;
   constexpr std::string_view kDumpAfter = "--dump-after=";
   std::vector<std::int64_t> sizes;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
+      trace_file = argv[++i];
+      continue;
+    }
     if (std::string_view(argv[i]).starts_with(kDumpAfter)) {
       dump_after = std::string_view(argv[i]).substr(kDumpAfter.size());
       continue;
@@ -75,8 +83,8 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
     char* end = nullptr;
     const long long size = std::strtoll(argv[i], &end, 10);
     if (*end != '\0' || size <= 0) {
-      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--dump-after=<step>] [--profile] [--report] [--dot] "
-                   "[size ...]\n",
+      std::fprintf(stderr, "usage: %s [--reference] [--print-ir] [--dump-after=<step>] [--profile] "
+                   "[--trace <file.json>] [--report] [--dot] [size ...]\n",
                    argv[0]);
       return 2;
     }
@@ -84,6 +92,7 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
   }
   if (sizes.empty()) sizes.assign(spec.default_sizes.begin(), spec.default_sizes.end());
   try {
+    if (!trace_file.empty()) start_trace();
     Builder b;
     const Function entry = spec.build(b);
     const ir::Module module = b.build();
@@ -106,6 +115,11 @@ inline int example_main(int argc, char** argv, const ExampleSpec& spec) {
       std::fflush(stdout);
     }
     if (machine && profile) std::fputs(machine->profile().table().c_str(), stdout);
+    if (!trace_file.empty()) {
+      KernelCache::global().wait_for_background();  // its compilations in the trace
+      stop_trace(trace_file);
+      std::fprintf(stderr, "trace: %s (open it in ui.perfetto.dev or chrome://tracing)\n", trace_file.c_str());
+    }
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

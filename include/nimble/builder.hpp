@@ -497,6 +497,8 @@ Expr layer_norm(Expr x, Expr gamma, Expr beta, double epsilon = 1e-5, Loc loc = 
 // Linear algebra.
 /// x·weightᵀ + bias, weight stored [out, in] (PyTorch Linear).
 Expr dense(Expr x, Expr weight, Expr bias, Loc loc = Loc::current());
+/// x·weightᵀ, without a bias (Linear(bias=False)).
+Expr dense(Expr x, Expr weight, Loc loc = Loc::current());
 Expr matmul(Expr a, Expr b, bool transpose_a = false, bool transpose_b = false,
             Loc loc = Loc::current());
 Expr batch_matmul(Expr a, Expr b, bool transpose_a = false, bool transpose_b = false,

@@ -14,5 +14,6 @@
 #include "nimble/runtime/tensor_compare.hpp"
 #include "nimble/runtime/tensor_format.hpp"
 #include "nimble/runtime/threading.hpp"
+#include "nimble/runtime/trace.hpp"
 #include "nimble/runtime/value.hpp"
 #include "nimble/version.hpp"

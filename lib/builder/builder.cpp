@@ -577,6 +577,17 @@ Expr layer_norm(Expr x, Expr gamma, Expr beta, double epsilon, Loc loc) {
 Expr dense(Expr x, Expr weight, Expr bias, Loc loc) {
   return op_call(ops::dense(), {std::move(x), std::move(weight), std::move(bias)}, {}, loc);
 }
+// x [m, k] is a matmul with b transposed; another rank adds a bias of
+// zeros [out] (one fused epilogue add), which the dense op needs.
+Expr dense(Expr x, Expr weight, Loc loc) {
+  Builder::State& s = state(loc);
+  const Type t = s.inferencer.resolve(s.inferencer.infer(x));
+  const auto* tt = t.as<ir::TensorTypeNode>();
+  if (tt != nullptr && tt->rank() == 2) return matmul(std::move(x), std::move(weight), false, true, loc);
+  const DType dtype = dtype_of_expr(weight, loc);
+  Expr out = reshape(dim(weight, 0, loc), {1}, loc);
+  return dense(std::move(x), weight, zeros(std::move(out), dtype, loc), loc);
+}
 Expr matmul(Expr a, Expr b, bool transpose_a, bool transpose_b, Loc loc) {
   return op_call(ops::matmul(), {std::move(a), std::move(b)},
                  {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}}, loc);

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "codegen/kernel_store.hpp"
@@ -20,7 +22,10 @@ std::optional<codegen::KernelStore> open_store(const std::string& directory) {
   if (directory.empty())
     throw_error(ErrorKind::invalid_argument, "disk cache: no directory given");
   struct stat st{};
-  if (::lstat(directory.c_str(), &st) != 0) return std::nullopt;
+  if (::lstat(directory.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;  // not made yet: an empty cache
+    throw_error(ErrorKind::invalid_argument, "disk cache: cannot look at {}: {}", directory, std::strerror(errno));
+  }
   if (!codegen::trusted_cache_directory(directory))
     throw_error(ErrorKind::invalid_argument,
                 "disk cache: {} is not a directory the cache would use (expected a directory of "

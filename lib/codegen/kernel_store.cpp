@@ -333,7 +333,12 @@ std::vector<KernelStore::Entry> KernelStore::list() const {
   }
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.mtime_ns < b.mtime_ns; });
-  for (Entry& e : entries) e.valid = read_entry(e.path, false).has_value();
+  for (Entry& e : entries) {
+    bool absent = false;
+    e.valid = read_entry(e.path, false, nullptr, &absent).has_value();
+    if (absent) e.path.clear();  // removed since the scan (evicted by another process): not an entry
+  }
+  std::erase_if(entries, [](const Entry& e) { return e.path.empty(); });
   return entries;
 }
 

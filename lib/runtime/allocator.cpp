@@ -17,6 +17,7 @@
 
 #include "support/check.hpp"
 #include "nimble/support/fault_injection.hpp"
+#include "runtime/trace.hpp"
 
 namespace nimble {
 namespace {
@@ -136,11 +137,17 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
   if (block) {
     pool_->cached_bytes.fetch_sub(cls.bytes, std::memory_order_relaxed);
   } else {
+    const auto start = trace::recording() ? trace::Clock::now() : trace::Clock::time_point{};
     block = ::operator new(cls.bytes, block_alignment(cls.bytes), std::nothrow);
     if (!block)
       throw_error(ErrorKind::resource_exhausted, "cpu allocator: out of memory allocating {} bytes",
                   cls.bytes);
     pool_->system_allocations.fetch_add(1, std::memory_order_relaxed);
+    if (trace::recording()) {
+      char bytes[40];
+      const auto n = fmt::format_to_n(bytes, sizeof bytes, R"("bytes": {})", cls.bytes).size;
+      trace::complete("allocate", "memory", start, trace::Clock::now(), std::string_view(bytes, n));
+    }
   }
   const std::size_t live =
       pool_->live_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;

@@ -17,6 +17,7 @@
 
 #include "nimble/runtime/kernel.hpp"
 #include "runtime/stats_counters.hpp"
+#include "runtime/trace.hpp"
 
 namespace nimble {
 
@@ -54,6 +55,7 @@ struct BackgroundCompiler::Impl {
           task = std::move(queue.front());
           queue.pop_front();
         }
+        trace::name_thread("nimble background compiler");
         task();
         task = nullptr;  // drops what it holds before it counts as done
         finished();
@@ -82,6 +84,7 @@ struct BackgroundCompiler::Impl {
     started();
     try {
       arena.enqueue([this, held] {
+        trace::name_thread("nimble background compiler");
         (*held)();
         *held = nullptr;  // drops what it holds before it counts as done
         finished();

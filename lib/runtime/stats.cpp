@@ -9,6 +9,9 @@
 #include "nimble/runtime/allocator.hpp"
 #include "runtime/stats_counters.hpp"
 
+#include <fmt/format.h>
+#include "runtime/trace.hpp"
+
 namespace nimble {
 namespace {
 
@@ -60,6 +63,13 @@ void stats::begin_kernel_compile() noexcept { thread_phases() = {}; }
 
 void stats::count_kernel_compiled(std::string_view name, std::string_view bucket,
                                   std::uint64_t nanoseconds) {
+  if (trace::recording()) {
+    const auto end = trace::Clock::now();
+    trace::complete(fmt::format("compile {} {}", name, bucket.empty() ? "(generic)" : bucket), "compile",
+                    end - std::chrono::nanoseconds(nanoseconds), end,
+                    fmt::format(R"("kernel": {}, "bucket": {})", trace::quoted(name),
+                                trace::quoted(bucket.empty() ? "generic" : bucket)));
+  }
   Counters& c = counters();
   add(c.kernels_compiled);
   if (!bucket.empty()) add(c.specialized_compiled);
@@ -94,6 +104,10 @@ void stats::count_memory_lookup(bool hit) noexcept {
 }
 
 void stats::count_disk_hit(std::uint64_t nanoseconds) noexcept {
+  if (trace::recording()) {
+    const auto end = trace::Clock::now();
+    trace::complete("disk cache load", "disk", end - std::chrono::nanoseconds(nanoseconds), end);
+  }
   add(counters().disk_hits);
   add(counters().disk_load_ns, nanoseconds);
 }

@@ -86,6 +86,7 @@ class TieredKernel final : public Kernel {
       return *generic_;
     }
     Slot* slot = nullptr;
+    bool first_past_limit = false;
     {
       std::lock_guard lock(mutex_);
       const std::uint32_t n = count_.load(std::memory_order_relaxed);
@@ -93,18 +94,16 @@ class TieredKernel final : public Kernel {
         if (slots_[s].key == key) return *generic_;  // another thread added it: compiling
       if (n >= limit_) {
         stats::count_bucket_over_limit();
-        // Once per kernel: the first call past the limit says so.
-        if (!full_.exchange(true, std::memory_order_relaxed))
-          detail::log(LogLevel::warning, fmt::format(
-            "kernel {}: called in more than {} shape buckets; calls in further buckets run its generic "
-            "kernel, which is slower. Raise KernelCacheOptions::buckets.max_specialized_per_function, "
-            "or coarsen the buckets (BucketPolicy::exact_up_to, max_multiple)",
-            prim_.name, limit_));
-        return *generic_;
+        first_past_limit = !full_.exchange(true, std::memory_order_relaxed);
+      } else {
+        slot = &slots_[n];
+        slot->key = key;
+        count_.store(n + 1, std::memory_order_release);
       }
-      slot = &slots_[n];
-      slot->key = key;
-      count_.store(n + 1, std::memory_order_release);
+    }
+    if (slot == nullptr) {
+      if (first_past_limit) warn_past_limit();
+      return *generic_;
     }
     if (background_) {
       Ref<const TieredKernel> self(this);  // alive until the task is done
@@ -134,6 +133,20 @@ class TieredKernel final : public Kernel {
     }
     if (!slot.owner) slot.owner = generic_;
     slot.kernel.store(slot.owner.get(), std::memory_order_release);
+  }
+
+  // Once per kernel, outside the lock (the host's sink may be slow): calls
+  // past the limit are slower, and the user can act on it.
+  void warn_past_limit() const noexcept {
+    try {
+      detail::log(LogLevel::warning,
+                  fmt::format("kernel {}: called in more than {} shape buckets; calls in further buckets "
+                              "run its generic kernel, which is slower. Raise "
+                              "KernelCacheOptions::buckets.max_specialized_per_function, or coarsen the "
+                              "buckets (BucketPolicy::exact_up_to, max_multiple)",
+                              prim_.name, limit_));
+    } catch (...) {  // out of memory for the message: the call goes on without it
+    }
   }
 
   Bucket bucket_of(const BucketKey& key) const {

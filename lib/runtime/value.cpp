@@ -35,10 +35,15 @@ class ValueNode final : public RefCounted {
       work.pop_back();
       if (!v.node_ || v.node_->use_count() != 1) continue;
       for (Value& f : v.node_->fields) {
-        if (f.node_ && f.node_->use_count() == 1 && !f.node_->fields.empty())
-          work.push_back(std::move(f));
-        else
+        if (f.node_ && f.node_->use_count() == 1 && !f.node_->fields.empty()) {
+          try {
+            work.push_back(std::move(f));  // strong guarantee: f is whole if it throws
+          } catch (...) {  // out of memory for the list: this subtree goes recursively
+            f = Value();
+          }
+        } else {
           f = Value();
+        }
       }
       v.node_->fields.clear();
     }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_set>
 
@@ -10,8 +11,11 @@ namespace nimble {
 namespace {
 
 struct Logger {
-  std::mutex mutex;
-  std::shared_ptr<const LogSink> sink;  // null: stderr
+  // Held shared while a sink runs, exclusively while one is installed: once
+  // set_log_sink returns, no thread is still in the sink it replaced.
+  std::shared_mutex calling;
+  std::unique_ptr<const LogSink> sink;  // null: stderr
+  std::mutex warned_mutex;
   std::unordered_set<std::string> warned;
 };
 
@@ -25,22 +29,18 @@ Logger& logger() {
 
 void set_log_sink(LogSink sink) {
   Logger& l = logger();
-  auto installed = sink ? std::make_shared<const LogSink>(std::move(sink)) : nullptr;
-  const std::lock_guard lock(l.mutex);
-  l.sink = std::move(installed);
+  auto installed = sink ? std::make_unique<const LogSink>(std::move(sink)) : nullptr;
+  const std::unique_lock lock(l.calling);
+  l.sink.swap(installed);
 }
 
 namespace detail {
 
 void log(LogLevel level, std::string_view message) {
   Logger& l = logger();
-  std::shared_ptr<const LogSink> sink;
-  {
-    const std::lock_guard lock(l.mutex);
-    sink = l.sink;
-  }
-  if (sink) {
-    (*sink)(level, message);
+  const std::shared_lock lock(l.calling);
+  if (l.sink) {
+    (*l.sink)(level, message);
     return;
   }
   std::fprintf(stderr, "nimble: warning: %.*s\n", static_cast<int>(message.size()), message.data());
@@ -49,7 +49,7 @@ void log(LogLevel level, std::string_view message) {
 void warn_once(std::string_view message) {
   Logger& l = logger();
   {
-    const std::lock_guard lock(l.mutex);
+    const std::lock_guard lock(l.warned_mutex);
     if (!l.warned.emplace(message).second) return;
   }
   log(LogLevel::warning, message);

@@ -33,6 +33,7 @@
 #include "runtime/cuda/allocator.hpp"
 #include "runtime/cuda/stream.hpp"
 #include "runtime/stats_counters.hpp"
+#include "runtime/trace.hpp"
 #include "support/check.hpp"
 #include "support/out_of_memory.hpp"
 #include "runtime/value_builder.hpp"
@@ -555,6 +556,8 @@ struct VirtualMachine::Impl {
   std::uint32_t ret(const Instruction& in);
   Value finish(const Instruction& in);
   void invoke_packed(const Instruction& in, Reg* r, std::uint32_t pc, bool timed);
+  void trace_kernel(const PrimitiveInfo& prim, const Kernel& kernel, Kernel::TensorRefs args,
+                    std::uint32_t num_inputs, std::chrono::steady_clock::time_point start) const;
   void execute(const Instruction& in, Reg* r);
 };
 
@@ -1015,6 +1018,7 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
   } catch (Error& e) {
     throw e.with_context(prim.name);
   }
+  if (timed && trace::recording()) trace_kernel(prim, *kernel, args, values ? 0 : num_inputs, start);
   clear_kernel_args();
   if (timed) {
     primitive_calls[in.a] += 1;
@@ -1022,6 +1026,29 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
             .count());
   }
+}
+
+// The kernel call as a trace event: its tensors' shapes and, for a kernel
+// with dynamic dims, their values and the shape bucket they fall in.
+void VirtualMachine::Impl::trace_kernel(const PrimitiveInfo& prim, const Kernel& kernel,
+                                        Kernel::TensorRefs args, std::uint32_t num_inputs,
+                                        std::chrono::steady_clock::time_point start) const {
+  const auto end = std::chrono::steady_clock::now();
+  std::string shapes;
+  for (std::size_t k = 0; k < args.size(); ++k)
+    shapes += fmt::format("{}{}{}", k == 0 ? "" : k == num_inputs ? " -> " : ", ", to_string(args[k]->dtype()),
+                          to_string(args[k]->shape()));
+  std::vector<std::int64_t> dims;
+  for (const DynamicDim& dd : kernel.dynamic_dims())
+    if (dd.argument < num_inputs && dd.dim < args[dd.argument]->rank())
+      dims.push_back(args[dd.argument]->shape()[dd.dim]);
+  std::string more;
+  if (!dims.empty())
+    more = fmt::format(R"(, "dynamic dims": {}, "bucket": {})",
+                       trace::quoted(fmt::format("{}", fmt::join(dims, ", "))),
+                       trace::quoted(KernelCache::global().options().buckets.bucket_of(dims).to_string()));
+  trace::complete(prim.name, "kernel", start, end,
+                  fmt::format(R"("tensors": {}{})", trace::quoted(shapes), more));
 }
 
 VirtualMachine::VirtualMachine(Executable executable)
@@ -1059,14 +1086,17 @@ Value VirtualMachine::invoke_checked(std::string_view function, std::span<const 
 
   if (!impl_->streams_made) impl_->make_streams();
   const cuda::StreamScope streams(impl_->stream_list);
-  const auto start =
-      impl_->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const bool traced = trace::recording();
+  const auto start = impl_->profiling || traced ? std::chrono::steady_clock::now()
+                                                : std::chrono::steady_clock::time_point{};
   if (impl_->tracing_memory) impl_->exclude_from_trace(args);
   try {
-    Value result = impl_->profiling || impl_->tracing_memory
+    Value result = impl_->profiling || impl_->tracing_memory || traced
                        ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
                        : impl_->run<false>(static_cast<std::uint32_t>(index), args);
     stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
+    if (traced)
+      trace::complete(fmt::format("invoke @{}", function), "vm", start, std::chrono::steady_clock::now());
     if (impl_->profiling)
       impl_->total_ns += static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)

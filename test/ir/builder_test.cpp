@@ -378,3 +378,22 @@ TEST_CASE("nonzero gives the indices of the nonzero elements, however many", "[i
     CHECK_THAT(out.tensor(), IsCloseTo(expected));
   }
 }
+
+TEST_CASE("dense without a bias is x times weight transposed, at any rank of x", "[ir]") {
+  Builder b;
+  const Dim n{"n"};
+  b.entry(b.def("f", {{"x", f32({n, 3})}, {"w", f32({2, 3})}}, [](Expr x, Expr w) { return dense(x, w); }));
+  b.entry(b.def("g", {{"x", f32({2, n, 3})}, {"w", f32({2, 3})}}, [](Expr x, Expr w) { return dense(x, w); }));
+  const ir::Module m = b.build();
+  check_round_trip(m);
+  CHECK(type_of(m, "f") == "fn(f32[n, 3], f32[2, 3]) -> f32[n, 2]");
+  CHECK(type_of(m, "g") == "fn(f32[2, n, 3], f32[2, 3]) -> f32[2, n, 2]");
+  const Tensor w = Tensor::from_data<float>({2, 3}, {1, 0, 2, -1, 1, 0});
+  const Tensor x = Tensor::from_data<float>({1, 3}, {1, 2, 3});  // · wᵀ = [1 + 6, -1 + 2]
+  const Tensor x3 = Tensor::from_data<float>({2, 1, 3}, {1, 2, 3, 0, 0, 1});
+  vm::VirtualMachine machine(compile(m));
+  for (const Value& out : {evaluate(m, "f", {x, w}), machine.invoke("f", {x, w})})
+    CHECK_THAT(out.tensor(), IsCloseTo(Tensor::from_data<float>({1, 2}, {7, 1})));
+  for (const Value& out : {evaluate(m, "g", {x3, w}), machine.invoke("g", {x3, w})})
+    CHECK_THAT(out.tensor(), IsCloseTo(Tensor::from_data<float>({2, 1, 2}, {7, 1, 2, 0})));
+}

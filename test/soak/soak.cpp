@@ -3,9 +3,9 @@
 // over the three shared Executables, for `seconds`; kernels specialize in
 // the background and persist in a disk cache that another process may be
 // using at the same time (test/soak/run.sh starts two), limited in size so
-// that entries are evicted while others load them, and every so often a
-// thread clears the process's kernel cache so that kernels come back from
-// disk or are compiled again. Every output is checked against the reference
+// that entries are evicted while others load them; about eight times a run
+// a thread clears the process's kernel cache and every thread makes new VMs,
+// so that kernels come back from disk or are compiled again. Every output is checked against the reference
 // interpreter's for the same arguments.
 //
 //   nimble_soak <seconds> <threads> <cache directory> [cache bytes]
@@ -123,15 +123,26 @@ int main(int argc, char** argv) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     std::atomic<std::uint64_t> runs{0}, clears{0};
     std::atomic<bool> failed{false};
+    // About eight clears a run, whatever the speed (a sanitizer's is a tenth).
+    const auto clear_every = std::chrono::duration<double>(seconds / 8);
+    std::mutex clearing;
+    auto last_clear = std::chrono::steady_clock::now();
     std::mutex report;
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         std::mt19937_64 random(0x5eedULL * static_cast<std::uint64_t>(t + 1) + static_cast<std::uint64_t>(::getpid()));
         std::vector<vm::VirtualMachine> machines;
-        for (const Workload& w : all) machines.emplace_back(w.exe);
+        std::uint64_t machines_made_at = ~std::uint64_t{0};  // the clear count they were made after
         try {
           while (!failed.load() && std::chrono::steady_clock::now() < deadline) {
+            // A VM keeps the kernels it used: after a clear, new VMs take
+            // them from the cache again (from disk, or compiled anew).
+            if (const std::uint64_t c = clears.load(); c != machines_made_at) {
+              machines.clear();
+              for (const Workload& w : all) machines.emplace_back(w.exe);
+              machines_made_at = c;
+            }
             const std::size_t k = random() % all.size();
             const Workload& w = all[k];
             const auto& [args, expected] = w.cases[random() % w.cases.size()];
@@ -142,7 +153,15 @@ int main(int argc, char** argv) {
               failed = true;
             }
             runs.fetch_add(1);
-            if (random() % 97 == 0) {  // kernels back from disk, or compiled again
+            bool clear_now = false;
+            {
+              const std::lock_guard<std::mutex> lock(clearing);
+              if (std::chrono::steady_clock::now() - last_clear > clear_every) {
+                last_clear = std::chrono::steady_clock::now();
+                clear_now = true;
+              }
+            }
+            if (clear_now) {
               KernelCache::global().clear();
               clears.fetch_add(1);
             }
@@ -159,11 +178,20 @@ int main(int argc, char** argv) {
     const EngineStats s = engine_stats();
     std::uint64_t cached = 0;
     for (const DiskCacheEntry& e : list_disk_cache(options.disk_cache_dir)) cached += e.bytes;
+    // The run must have done what it is for: cleared the cache, and loaded
+    // kernels back from disk.
+    bool exercised = true;
+    if (clears.load() == 0 || s.disk_hits == 0) {
+      fmt::print(stderr, "nimble_soak: the cache was cleared {} times and {} kernels came from disk: "
+                         "expected both above 0\n", clears.load(), s.disk_hits);
+      exercised = false;
+    }
+    const bool passed = !failed && exercised;
     fmt::print("nimble_soak {}: {} runs on {} threads, {} cache clears; disk: {} hits, {} misses, {} rejected, "
                "{} bytes kept (limit {})\n",
-               failed ? "FAILED" : "passed", runs.load(), threads, clears.load(), s.disk_hits, s.disk_misses,
+               passed ? "passed" : "FAILED", runs.load(), threads, clears.load(), s.disk_hits, s.disk_misses,
                s.disk_rejected, cached, options.disk_cache_max_bytes);
-    return failed ? 1 : 0;
+    return passed ? 0 : 1;
   } catch (const Error& e) {
     fmt::print(stderr, "nimble_soak: {}\n", e.what());
     return 1;

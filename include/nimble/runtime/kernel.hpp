@@ -81,7 +81,9 @@ struct PrimitiveInfo {
 [[nodiscard]] std::uint64_t content_hash(PrimitiveKind kind, std::string_view source,
                                          Device device = Device::cpu()) noexcept;
 
-/// A source of kernels: the reference implementations, the JIT, an exported module.
+/// A source of kernels: the reference implementations, the JIT, an exported
+/// module. A provider runs inside KernelCache::get (which holds the cache
+/// shared while it does): it must not call back into the KernelCache.
 class KernelProvider {
  public:
   virtual ~KernelProvider() = default;

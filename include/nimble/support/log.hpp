@@ -4,10 +4,11 @@
 // "nimble: warning: <message>"; a host that has its own logging installs a
 // sink.
 //
-// Thread safety: set_log_sink may be called at any time from any thread. The
-// sink is called from whichever thread logs (a background compilation
-// included), possibly from several at once; it must not throw and must not
-// call back into nimble.
+// Thread safety: set_log_sink may be called at any time from any thread;
+// when it returns, no thread is still in the sink it replaced (so what that
+// sink refers to may go). The sink is called from whichever thread logs (a
+// background compilation included), possibly from several at once; it must
+// not throw and must not call back into nimble.
 #pragma once
 
 #include <functional>
