@@ -137,13 +137,14 @@ void* PooledCpuAllocator::allocate(std::size_t nbytes) {
   if (block) {
     pool_->cached_bytes.fetch_sub(cls.bytes, std::memory_order_relaxed);
   } else {
-    const auto start = trace::recording() ? trace::Clock::now() : trace::Clock::time_point{};
+    const bool traced = trace::recording();  // once: a trace may start meanwhile
+    const auto start = traced ? trace::Clock::now() : trace::Clock::time_point{};
     block = ::operator new(cls.bytes, block_alignment(cls.bytes), std::nothrow);
     if (!block)
       throw_error(ErrorKind::resource_exhausted, "cpu allocator: out of memory allocating {} bytes",
                   cls.bytes);
     pool_->system_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (trace::recording()) {
+    if (traced) {
       char bytes[40];
       const auto n = fmt::format_to_n(bytes, sizeof bytes, R"("bytes": {})", cls.bytes).size;
       trace::complete("allocate", "memory", start, trace::Clock::now(), std::string_view(bytes, n));

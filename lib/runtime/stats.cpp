@@ -64,11 +64,14 @@ void stats::begin_kernel_compile() noexcept { thread_phases() = {}; }
 void stats::count_kernel_compiled(std::string_view name, std::string_view bucket,
                                   std::uint64_t nanoseconds) {
   if (trace::recording()) {
-    const auto end = trace::Clock::now();
-    trace::complete(fmt::format("compile {} {}", name, bucket.empty() ? "(generic)" : bucket), "compile",
-                    end - std::chrono::nanoseconds(nanoseconds), end,
-                    fmt::format(R"("kernel": {}, "bucket": {})", trace::quoted(name),
-                                trace::quoted(bucket.empty() ? "generic" : bucket)));
+    try {  // out of memory, the trace loses the event, not the kernel
+      const auto end = trace::Clock::now();
+      trace::complete(fmt::format("compile {} {}", name, bucket.empty() ? "(generic)" : bucket), "compile",
+                      end - std::chrono::nanoseconds(nanoseconds), end,
+                      fmt::format(R"("kernel": {}, "bucket": {})", trace::quoted(name),
+                                  trace::quoted(bucket.empty() ? "generic" : bucket)));
+    } catch (...) {
+    }
   }
   Counters& c = counters();
   add(c.kernels_compiled);

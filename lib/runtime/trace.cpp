@@ -133,6 +133,9 @@ namespace {
   static const std::string file = path;
   start_trace();
   std::atexit([] {
+    // Only the recording this started: a program that stopped it (and
+    // perhaps wrote its own) keeps its file.
+    if (!trace_recording()) return;
     try {
       stop_trace(file);
     } catch (const Error& e) {

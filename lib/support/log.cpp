@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "support/check.hpp"
+
 namespace nimble {
 namespace {
 
@@ -27,7 +29,15 @@ Logger& logger() {
 
 }  // namespace
 
+namespace {
+// Set while this thread runs the sink: a sink that logs (or sets a sink)
+// would take the lock it holds. Its own lines go to stderr instead.
+thread_local bool g_in_sink = false;
+}  // namespace
+
 void set_log_sink(LogSink sink) {
+  if (g_in_sink)
+    throw_error(ErrorKind::invalid_argument, "set_log_sink: called from inside the log sink");
   Logger& l = logger();
   auto installed = sink ? std::make_unique<const LogSink>(std::move(sink)) : nullptr;
   const std::unique_lock lock(l.calling);
@@ -38,10 +48,16 @@ namespace detail {
 
 void log(LogLevel level, std::string_view message) {
   Logger& l = logger();
-  const std::shared_lock lock(l.calling);
-  if (l.sink) {
-    (*l.sink)(level, message);
-    return;
+  if (!g_in_sink) {
+    const std::shared_lock lock(l.calling);
+    if (l.sink) {
+      g_in_sink = true;
+      struct Leave {
+        ~Leave() { g_in_sink = false; }
+      } leave;
+      (*l.sink)(level, message);
+      return;
+    }
   }
   std::fprintf(stderr, "nimble: warning: %.*s\n", static_cast<int>(message.size()), message.data());
 }

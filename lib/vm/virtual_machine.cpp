@@ -557,7 +557,10 @@ struct VirtualMachine::Impl {
   Value finish(const Instruction& in);
   void invoke_packed(const Instruction& in, Reg* r, std::uint32_t pc, bool timed);
   void trace_kernel(const PrimitiveInfo& prim, const Kernel& kernel, Kernel::TensorRefs args,
-                    std::uint32_t num_inputs, std::chrono::steady_clock::time_point start) const;
+                    std::uint32_t num_inputs, std::chrono::steady_clock::time_point start) const noexcept;
+  void trace_kernel_event(const PrimitiveInfo& prim, const Kernel& kernel, Kernel::TensorRefs args,
+                          std::uint32_t num_inputs, std::chrono::steady_clock::time_point start,
+                          std::chrono::steady_clock::time_point end) const;
   void execute(const Instruction& in, Reg* r);
 };
 
@@ -1032,8 +1035,18 @@ void VirtualMachine::Impl::invoke_packed(const Instruction& in, Reg* r, std::uin
 // with dynamic dims, their values and the shape bucket they fall in.
 void VirtualMachine::Impl::trace_kernel(const PrimitiveInfo& prim, const Kernel& kernel,
                                         Kernel::TensorRefs args, std::uint32_t num_inputs,
-                                        std::chrono::steady_clock::time_point start) const {
+                                        std::chrono::steady_clock::time_point start) const noexcept {
   const auto end = std::chrono::steady_clock::now();
+  try {  // out of memory, the trace loses the event, not the call
+    trace_kernel_event(prim, kernel, args, num_inputs, start, end);
+  } catch (...) {
+  }
+}
+
+void VirtualMachine::Impl::trace_kernel_event(const PrimitiveInfo& prim, const Kernel& kernel,
+                                              Kernel::TensorRefs args, std::uint32_t num_inputs,
+                                              std::chrono::steady_clock::time_point start,
+                                              std::chrono::steady_clock::time_point end) const {
   std::string shapes;
   for (std::size_t k = 0; k < args.size(); ++k)
     shapes += fmt::format("{}{}{}", k == 0 ? "" : k == num_inputs ? " -> " : ", ", to_string(args[k]->dtype()),
@@ -1095,8 +1108,12 @@ Value VirtualMachine::invoke_checked(std::string_view function, std::span<const 
                        ? impl_->run<true>(static_cast<std::uint32_t>(index), args)
                        : impl_->run<false>(static_cast<std::uint32_t>(index), args);
     stats::count_kernel_launches(std::exchange(impl_->launches, 0), std::exchange(impl_->site_hits, 0));
-    if (traced)
-      trace::complete(fmt::format("invoke @{}", function), "vm", start, std::chrono::steady_clock::now());
+    if (traced) {
+      try {  // out of memory, the trace loses the event, not the result
+        trace::complete(fmt::format("invoke @{}", function), "vm", start, std::chrono::steady_clock::now());
+      } catch (...) {
+      }
+    }
     if (impl_->profiling)
       impl_->total_ns += static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)

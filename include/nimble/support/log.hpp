@@ -8,7 +8,8 @@
 // when it returns, no thread is still in the sink it replaced (so what that
 // sink refers to may go). The sink is called from whichever thread logs (a
 // background compilation included), possibly from several at once; it must
-// not throw and must not call back into nimble.
+// not throw and must not call back into nimble (a line it logs goes to
+// stderr; set_log_sink from inside it throws Error(invalid_argument)).
 #pragma once
 
 #include <functional>
